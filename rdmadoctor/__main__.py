@@ -1,0 +1,3 @@
+from rdmadoctor.cli import main
+
+main()

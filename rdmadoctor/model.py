@@ -1,0 +1,196 @@
+"""The data that flows through rdmadoctor, one way: logs and facts in, findings and a verdict out.
+
+    logparse  -> Run          (one per perftest side found in the input)
+    collectors-> Facts        (a JSON-ready dict, see rdmadoctor.collectors)
+    probe     -> Rung         (the --peer ladder)
+    engine    -> Finding      (rule id, cause, evidence, fix) -> Verdict
+    render    -> text / JSON / HTML
+
+Everything here is plain data: no behaviour beyond small derived properties and `to_dict`.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+SEVERITIES = ("fail", "warn", "info")  # what one finding means for RDMA on these hosts
+SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
+CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+STATUSES = ("ok", "warning", "failure", "unknown")  # the verdict as a whole
+
+# Ladder rungs, lowest first: a failure on one rung makes the rungs above it "skipped".
+RUNGS = ("input", "device", "driver", "port", "address", "route", "firewall", "limits", "connection",
+         "exchange", "resources", "transport", "performance")
+RUNG_STATES = ("passed", "failed", "warning", "skipped", "not-inspected")
+
+
+@dataclass
+class Evidence:
+    """One quoted line of a log, or one fact, that a finding rests on."""
+    source: str                      # file name, "<stdin>", "facts:devices", "probe"
+    text: str                        # the line as printed (or the fact, rendered)
+    line: Optional[int] = None       # 1-based line number in `source`, for log lines
+    note: Optional[str] = None       # what this evidence shows, when the text alone does not say
+
+
+@dataclass
+class Message:
+    """A perftest / libibverbs / librdmacm message recognised in a log (see logparse.catalog)."""
+    id: str                          # catalogue id, e.g. "X06" (perftest-errors.md numbering)
+    kind: str                        # "error" | "warning" | "notice"
+    text: str
+    line: int
+    source: str
+    fields: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Command:
+    """A perftest command line found in the paste (usually after a shell prompt)."""
+    tool: str                        # ib_write_bw, ib_send_lat, ...
+    argv: List[str]
+    options: Dict[str, Any]          # canonical option name -> value (True for flags)
+    host: Optional[str]              # the server address a client names
+    line: int
+    text: str
+
+
+@dataclass
+class HeaderField:
+    value: str
+    line: int
+
+
+@dataclass
+class Address:
+    """A `local address:` / `remote address:` line (with its GID line when printed)."""
+    role: str                        # "local" | "remote"
+    line: int
+    lid: Optional[int] = None
+    qpn: Optional[int] = None
+    psn: Optional[int] = None
+    rkey: Optional[int] = None
+    vaddr: Optional[int] = None
+    out_reads: Optional[int] = None
+    gid: Optional[str] = None        # canonical IPv6 text, converted from perftest's decimal bytes
+    gid_line: Optional[int] = None
+
+
+@dataclass
+class ResultRow:
+    line: int
+    kind: str                        # "bw" | "lat" | "lat_dur"
+    size: int                        # message size in bytes (#bytes column)
+    iterations: int
+    values: Dict[str, float]         # bw_peak, bw_avg, msg_rate | t_min, t_max, t_typical, t_avg, ...
+    unit: Optional[str] = None       # "MB/sec" | "MiB/sec" | "Gb/sec" | "usec" | "cycles"
+
+
+@dataclass
+class Run:
+    """One side of one perftest invocation as it appears in the input."""
+    source: str
+    index: int                       # order within its source
+    first_line: int
+    last_line: int
+    side: str = "unknown"            # "server" | "client" | "unknown"
+    side_reason: Optional[str] = None
+    tool: Optional[str] = None       # from the command line or the test-name line
+    command: Optional[Command] = None
+    test_name: Optional[HeaderField] = None   # "RDMA_Write BW Test"
+    banner_line: Optional[int] = None         # "* Waiting for client to connect... *"
+    header: Dict[str, HeaderField] = field(default_factory=dict)
+    addresses: List[Address] = field(default_factory=list)
+    result_header_line: Optional[int] = None
+    results: List[ResultRow] = field(default_factory=list)
+    results_dropped: int = 0         # rows beyond the kept maximum (huge logs)
+    messages: List[Message] = field(default_factory=list)
+    messages_dropped: int = 0
+    label: Optional[str] = None      # a separator's label ("SERVER", "node2") when the paste had one
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SourceText:
+    """The lines of one input kept for evidence excerpts and the HTML report's raw log."""
+    name: str
+    lines: List[str]                 # index 0 is line 1
+    total_lines: int
+    truncated: bool = False          # lines beyond the kept maximum were not stored
+    bytes_read: int = 0
+    decode_errors: int = 0
+    flattened: int = 0               # lines that were split because a paste had joined them
+
+
+@dataclass
+class ParsedLog:
+    runs: List[Run]
+    sources: List[SourceText]
+
+
+@dataclass
+class Finding:
+    rule: str
+    cause: str                       # slug from docs/causes.md
+    severity: str                    # fail | warn | info
+    title: str
+    explanation: str
+    evidence: List[Evidence]
+    fix: List[str]
+    confidence: str = "medium"       # high | medium | low
+    kind: str = "cause"              # "cause": names what to change; "symptom": points at candidates
+    candidates: List[str] = field(default_factory=list)   # for symptoms: the causes it may come from
+    next_steps: List[str] = field(default_factory=list)   # what to collect or run to tell them apart
+    refs: List[str] = field(default_factory=list)
+    rung: Optional[str] = None
+    explained_by: Optional[str] = None   # id of the rule whose cause accounts for this symptom
+    key: Optional[str] = None            # what makes two findings of one rule distinct
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Rung:
+    """One step of a diagnosis ladder (check's fact ladder, or the --peer probe)."""
+    name: str
+    title: str
+    state: str                       # passed | failed | warning | skipped | not-inspected
+    detail: str = ""
+    evidence: List[Evidence] = field(default_factory=list)
+    seconds: Optional[float] = None
+    blocked_by: Optional[str] = None  # the lower rung that made this one skipped
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Verdict:
+    status: str                      # ok | warning | failure | unknown
+    cause: str                       # slug; "unknown" when nothing names a cause
+    rule: Optional[str]
+    summary: str
+    confidence: Optional[str] = None
+    fix: Optional[str] = None        # the one-line fix
+    candidates: List[str] = field(default_factory=list)
+    next_steps: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Diagnosis:
+    """What every command hands to the renderers."""
+    command: str                     # "explain" | "check"
+    verdict: Verdict
+    findings: List[Finding]
+    runs: List[Run] = field(default_factory=list)
+    sources: List[SourceText] = field(default_factory=list)
+    facts: Optional[Dict[str, Any]] = None
+    rungs: List[Rung] = field(default_factory=list)
+    comparisons: List[Dict[str, Any]] = field(default_factory=list)   # server vs client parameters
+    notes: List[str] = field(default_factory=list)                    # e.g. what could not be read
