@@ -98,6 +98,7 @@ class Run:
     tool: Optional[str] = None       # from the command line or the test-name line
     command: Optional[Command] = None
     test_name: Optional[HeaderField] = None   # "RDMA_Write BW Test"
+    test: Optional[Dict[str, Any]] = None     # verb, tst (BW|LATENCY), atomic, bidirectional
     banner_line: Optional[int] = None         # "* Waiting for client to connect... *"
     header: Dict[str, HeaderField] = field(default_factory=dict)
     addresses: List[Address] = field(default_factory=list)

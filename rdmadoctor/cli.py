@@ -1,0 +1,150 @@
+"""The command line: argument handling only; the work is in diagnose, collectors, probe and render.
+
+Exit codes (Nagios-style, see README): 0 nothing wrong, 1 warnings only, 2 failure diagnosed,
+3 could not tell (cause unknown, or input unreadable), 64 bad invocation (click's usage errors are
+moved there so they are not mistaken for "failure diagnosed").
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+
+from rdmadoctor import __version__
+
+EXIT_OK, EXIT_WARNING, EXIT_FAILURE, EXIT_UNKNOWN, EXIT_USAGE = 0, 1, 2, 3, 64
+STATUS_EXIT = {"ok": EXIT_OK, "warning": EXIT_WARNING, "failure": EXIT_FAILURE, "unknown": EXIT_UNKNOWN}
+
+app = typer.Typer(
+    name="rdmadoctor",
+    help="Names the root cause of RDMA (InfiniBand, RoCE) failures, with the evidence and the fix.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+rules_app = typer.Typer(help="List the rule table, or show one rule with its explanation.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rdmadoctor {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """rdmadoctor: explain perftest logs, check hosts, render reports."""
+
+
+def _fail_input(message: str) -> "typer.Exit":
+    typer.echo(f"rdmadoctor: {message}", err=True)
+    return typer.Exit(EXIT_UNKNOWN)
+
+
+def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact: bool = False) -> int:
+    from rdmadoctor.render import json_out as jr
+    if html is not None:
+        from rdmadoctor.render import html as hr
+        try:
+            html.write_text(hr.render(jr.to_dict(diagnosis), redact=redact), encoding="utf-8")
+        except OSError as exc:
+            raise _fail_input(f"cannot write {html}: {exc.strerror or exc}")
+    if json_out:
+        sys.stdout.write(jr.render(diagnosis))
+    else:
+        from rich.console import Console
+        from rdmadoctor.render import text
+        text.render(diagnosis, Console(highlight=False, soft_wrap=True), verbose=verbose)
+        if html is not None:
+            typer.echo(f"HTML report: {html}", err=True)
+    return STATUS_EXIT[diagnosis.verdict.status]
+
+
+@app.command()
+def explain(
+    logs: List[str] = typer.Argument(..., metavar="LOG...",
+                                     help="perftest output: one or both sides, files or '-' for stdin."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+    link_rate: Optional[str] = typer.Option(None, "--link-rate", metavar="RATE",
+                                            help="The link's rate (e.g. 100G) to judge bandwidth against."),
+    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+) -> None:
+    """Name the root cause of a failing (or slow) perftest run from its output."""
+    from rdmadoctor import diagnose
+    from rdmadoctor.logparse import InputError, parse_paths
+    rate = None
+    if link_rate is not None:
+        try:
+            rate = diagnose.parse_rate(link_rate)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--link-rate")
+    if logs.count("-") > 1:
+        raise click.BadParameter("standard input ('-') can be given once", param_hint="LOG")
+    try:
+        parsed = parse_paths(logs)
+    except InputError as exc:
+        raise _fail_input(str(exc))
+    raise typer.Exit(_emit(diagnose.explain(parsed, rate), json_out, html, verbose, redact))
+
+
+@rules_app.command("list")
+def rules_list(json_out: bool = typer.Option(False, "--json", help="As JSON.")) -> None:
+    """Every rule: id, severity, cause, title."""
+    import json
+    from rdmadoctor.engine import rules
+    table = rules.load()
+    if json_out:
+        typer.echo(json.dumps([{"id": r.id, "cause": r.cause, "severity": r.severity, "kind": r.kind,
+                                "scope": r.scope, "title": r.title, "file": r.file} for r in table], indent=2))
+        return
+    for r in table:
+        typer.echo(f"{r.id:<26} {r.severity:<5} {r.kind:<8} {r.cause:<36} {r.title}")
+
+
+@rules_app.command("show")
+def rules_show(rule_id: str = typer.Argument(..., metavar="ID")) -> None:
+    """One rule: what it matches, why, how to fix, what it explains."""
+    from rdmadoctor.engine import rules
+    by_id = {r.id: r for r in rules.load()}
+    rule = by_id.get(rule_id.upper())
+    if rule is None:
+        raise click.BadParameter(f"no rule {rule_id!r} (see `rdmadoctor rules list`)", param_hint="ID")
+    typer.echo(f"{rule.id}  ({rule.file})\n  cause: {rule.cause}   severity: {rule.severity}   kind: {rule.kind}"
+               f"   confidence: {rule.confidence}   scope: {rule.scope}\n  {rule.title}\n")
+    typer.echo("Why:\n  " + " ".join(rule.why.split()))
+    for heading, items in (("Fix", rule.fix), ("Candidates", rule.candidates), ("Next", rule.next_steps),
+                           ("Explains", rule.explains), ("References", rule.refs)):
+        if items:
+            typer.echo(f"{heading}:")
+            for item in items:
+                typer.echo(f"  - {item}")
+    typer.echo(f"When: {rule.when}")
+
+
+def main() -> None:
+    try:
+        code = app(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.UsageError as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        typer.echo("Aborted.", err=True)
+        code = 130
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = EXIT_OK
+    sys.exit(code or 0)

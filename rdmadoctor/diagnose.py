@@ -1,0 +1,61 @@
+"""The pipelines behind the commands: inputs -> runs / facts -> findings -> one Diagnosis."""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence
+
+from rdmadoctor import params
+from rdmadoctor.engine import evaluate
+from rdmadoctor.model import Diagnosis, ParsedLog, Run
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
+COMPARED = ("tool", "verb", "test_kind", "num_qps", "connection", "all_sizes", "size", "iters", "duration",
+            "bidirectional", "rdma_cm_qps", "exchange_method", "report_units", "port", "atomic_type", "gid_mode",
+            "ip_version", "link_type", "mtu", "device", "gid_index", "generation")
+
+
+def parse_rate(text: str) -> float:
+    """'100G', '100 Gb/s', '25g', '400' (Gb/s) -> Gb/s. Raises ValueError with the reason."""
+    m = _RATE.match(text)
+    if not m:
+        raise ValueError(f"not a link rate: {text!r} (examples: 100G, 25G, 400)")
+    value, unit = float(m.group(1)), m.group(2).upper()
+    gbps = value * {"": 1.0, "G": 1.0, "M": 1e-3, "T": 1e3}[unit]
+    if gbps <= 0:
+        raise ValueError(f"the link rate must be positive: {text!r}")
+    return gbps
+
+
+def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
+    """Server vs client, parameter by parameter, for the report's side-by-side table."""
+    rows = []
+    for server, client in evaluate.pairs(runs):
+        for name in COMPARED:
+            a, b = params.read(server, name), params.read(client, name)
+            if a is None and b is None:
+                continue
+            differs = bool(params.differences(server, client, [name]))
+            rows.append({"pair": f"{server.source}#{server.index} / {client.source}#{client.index}",
+                         "parameter": name, "label": params.label(name),
+                         "server": None if a is None else str(a.value), "server_source": a.source if a else None,
+                         "client": None if b is None else str(b.value), "client_source": b.source if b else None,
+                         "differs": differs})
+    return rows
+
+
+def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
+            facts_view: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    ctx: Dict[str, Any] = {"sources": parsed.sources if parsed else [], "public": {}}
+    if link_rate_gbps:
+        ctx["link_rate_gbps"] = link_rate_gbps
+        ctx["public"]["link_rate"] = f"{link_rate_gbps:g} Gb/s"
+    if facts_view is not None:
+        ctx["facts_view"] = facts_view
+    return ctx
+
+
+def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagnosis:
+    ctx = context(parsed, link_rate_gbps)
+    findings = evaluate.rank(evaluate.find(parsed.runs, ctx))
+    return Diagnosis(command="explain", verdict=evaluate.verdict(findings, parsed.runs, ctx), findings=findings,
+                     runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs))

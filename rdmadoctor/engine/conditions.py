@@ -1,0 +1,278 @@
+"""The small interpreter of a rule's `when`: declarative conditions, never `eval`.
+
+    { all = [..] } { any = [..] } { not = {..} }
+    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any",
+      fields = { name = value | [values] } }
+    { differ = "num_qps" }                          both sides show the parameter, with different values
+    { param = "size", of = "client", op = ">", versus = "server" | value = 65536 }
+    { option = "rdma_cm", of = "client" }           the pasted command line has the option
+    { feature = "garbage_row", of = "run", op = ">=", value = .. }   (truthy without op)
+    { exists = "other" | "server" | "client" }      that side's log is in the input
+    { side = "server" }                              the run is the server's
+    { fact = "limits.memlock.soft", op = "<", value = 131072 }        facts (check)
+    { item = "state", op = "!=", value = "ACTIVE" }                   the `each` item (check)
+
+A condition that holds records its evidence (the lines it read) and may bind names for the
+rule's templates: `message`, `param`, `fact`.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from rdmadoctor import params
+from rdmadoctor.engine import features
+from rdmadoctor.model import Evidence, Message, Run
+
+MAX_EVIDENCE_PER_CONDITION = 6
+
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge, "in": lambda a, b: a in b, "not in": lambda a, b: a not in b}
+
+
+@dataclass
+class Scope:
+    runs: List[Run]
+    ctx: Dict[str, Any]
+    run: Optional[Run] = None
+    server: Optional[Run] = None
+    client: Optional[Run] = None
+    item: Optional[Dict[str, Any]] = None
+    bound: Dict[str, Any] = field(default_factory=dict)
+    evidence: List[Evidence] = field(default_factory=list)
+
+    def other(self) -> Optional[Run]:
+        if self.run is None:
+            return None
+        if self.run is self.server:
+            return self.client
+        if self.run is self.client:
+            return self.server
+        return None
+
+    def pick(self, of: Optional[str]) -> List[Run]:
+        """The runs a condition looks at."""
+        default = "run" if self.run is not None else "any"
+        which = of or default
+        if which == "run":
+            return [self.run] if self.run else []
+        if which == "other":
+            other = self.other()
+            return [other] if other else []
+        if which == "server":
+            return [self.server] if self.server else []
+        if which == "client":
+            return [self.client] if self.client else []
+        if which == "any":
+            if self.server is not None or self.client is not None:
+                return [r for r in (self.server, self.client) if r is not None]
+            return list(self.runs)
+        raise ValueError(f"unknown 'of': {which}")
+
+    def fork(self) -> "Scope":
+        return Scope(self.runs, self.ctx, self.run, self.server, self.client, self.item, dict(self.bound), [])
+
+    def absorb(self, other: "Scope") -> None:
+        self.bound.update(other.bound)
+        self.evidence.extend(other.evidence)
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, str):
+        v = value.strip()
+        try:
+            return int(v, 0)
+        except ValueError:
+            return v.lower()
+    return value
+
+
+def _field_ok(actual: Any, expected: Any) -> bool:
+    if expected == "*":
+        return actual is not None
+    if isinstance(expected, list):
+        return any(_field_ok(actual, e) for e in expected)
+    return _norm(actual) == _norm(expected)
+
+
+def _compare(actual: Any, op: Optional[str], expected: Any) -> bool:
+    if op is None:
+        return bool(actual)
+    if op == "known":
+        return actual is not None
+    if op == "unknown":
+        return actual is None
+    if actual is None:
+        return False
+    try:
+        return bool(_OPS[op](actual, expected))
+    except TypeError:
+        return False
+
+
+def _message(cond: Dict[str, Any], scope: Scope) -> bool:
+    ids = cond["message"] if isinstance(cond["message"], list) else [cond["message"]]
+    wanted = cond.get("fields", {})
+    kind = cond.get("kind")
+    cited = scope.ctx.get("cited")          # set only for fallback rules: lines other findings explain
+    found: List[Message] = []
+    for run in scope.pick(cond.get("of")):
+        for m in run.messages:
+            if ("*" not in ids and m.id not in ids) or (kind and m.kind != kind):
+                continue
+            if cited is not None and (m.source, m.line) in cited:
+                continue
+            if all(_field_ok(m.fields.get(k), v) for k, v in wanted.items()):
+                found.append(m)
+    if not found:
+        return False
+    scope.bound.setdefault("message", found[0])
+    for m in found[:MAX_EVIDENCE_PER_CONDITION]:
+        scope.evidence.append(Evidence(m.source, m.text, m.line))
+    return True
+
+
+def _value_evidence(run: Run, value: params.Value, name: str) -> Evidence:
+    note = f"{run.side}: {params.label(name)} = {value.value}" + (" (default)" if value.source == "default" else "")
+    return Evidence(run.source, value.text, value.line, note)
+
+
+def _differ(cond: Dict[str, Any], scope: Scope) -> bool:
+    name = cond["differ"]
+    if scope.server is None or scope.client is None:
+        return False
+    diffs = params.differences(scope.server, scope.client, [name])
+    if not diffs:
+        return False
+    _, a, b = diffs[0]
+    scope.bound["param"] = {"name": name, "label": params.label(name), "option": params.option(name),
+                            "server": a.value, "client": b.value}
+    scope.evidence.append(_value_evidence(scope.server, a, name))
+    scope.evidence.append(_value_evidence(scope.client, b, name))
+    return True
+
+
+def _param(cond: Dict[str, Any], scope: Scope) -> bool:
+    name = cond["param"]
+    runs = scope.pick(cond.get("of"))
+    for run in runs:
+        value = params.read(run, name)
+        actual = value.value if value else None
+        if "versus" in cond:
+            others = scope.pick(cond["versus"])
+            other_value = params.read(others[0], name) if others else None
+            if other_value is None or value is None:
+                continue
+            ok = _compare(actual, cond.get("op", "!="), other_value.value)
+            if ok:
+                scope.evidence.append(_value_evidence(run, value, name))
+                scope.evidence.append(_value_evidence(others[0], other_value, name))
+        else:
+            ok = _compare(actual, cond.get("op"), cond.get("value"))
+            if ok and value is not None:
+                scope.evidence.append(_value_evidence(run, value, name))
+        if ok:
+            return True
+    return False
+
+
+def _option(cond: Dict[str, Any], scope: Scope) -> bool:
+    for run in scope.pick(cond.get("of")):
+        if run.command and cond["option"] in run.command.options:
+            scope.evidence.append(Evidence(run.source, run.command.text, run.command.line,
+                                           f"{run.side}: command line has --{cond['option']}"))
+            return True
+    return False
+
+
+def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
+    name = cond["feature"]
+    for run in scope.pick(cond.get("of")):
+        value = features.feature(run, name, scope.ctx)
+        if _compare(value, cond.get("op"), cond.get("value")):
+            if isinstance(value, dict) and "line" in value:
+                scope.evidence.append(Evidence(run.source, _line_text(scope, run, value["line"]), value["line"]))
+            return True
+    return False
+
+
+def _line_text(scope: Scope, run: Run, line: int) -> str:
+    for source in scope.ctx.get("sources", []):
+        if source.name == run.source and 0 < line <= len(source.lines):
+            return source.lines[line - 1].strip()
+    return ""
+
+
+def _lookup(root: Any, path: str) -> Any:
+    value = root
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+        if value is None:
+            return None
+    return value
+
+
+def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
+    view = scope.ctx.get("facts_view")
+    if view is None:
+        return False
+    value = _lookup(view, cond["fact"])
+    ok = _compare(value, cond.get("op"), cond.get("value"))
+    if ok:
+        scope.bound.setdefault("fact", value)
+        scope.evidence.append(Evidence("facts", f"{cond['fact']} = {value!r}", None))
+    return ok
+
+
+def _item(cond: Dict[str, Any], scope: Scope) -> bool:
+    if scope.item is None:
+        return False
+    value = _lookup(scope.item, cond["item"])
+    ok = _compare(value, cond.get("op"), cond.get("value"))
+    if ok:
+        label = scope.item.get("label") or scope.item.get("name") or ""
+        scope.evidence.append(Evidence("facts", f"{label} {cond['item']} = {value!r}".strip(), None))
+    return ok
+
+
+def holds(cond: Dict[str, Any], scope: Scope) -> bool:
+    if "all" in cond:
+        trial = scope.fork()
+        if all(holds(c, trial) for c in cond["all"]):
+            scope.absorb(trial)
+            return True
+        return False
+    if "any" in cond:
+        for c in cond["any"]:
+            trial = scope.fork()
+            if holds(c, trial):
+                scope.absorb(trial)
+                return True
+        return False
+    if "not" in cond:
+        return not holds(cond["not"], scope.fork())
+    if "side" in cond and len(cond) == 1:
+        return scope.run is not None and scope.run.side == cond["side"]
+    if "exists" in cond:
+        return bool(scope.pick(cond["exists"]))
+    if "message" in cond:
+        return _message(cond, scope)
+    if "differ" in cond:
+        return _differ(cond, scope)
+    if "param" in cond:
+        return _param(cond, scope)
+    if "option" in cond:
+        return _option(cond, scope)
+    if "feature" in cond:
+        return _feature(cond, scope)
+    if "fact" in cond:
+        return _fact(cond, scope)
+    if "item" in cond:
+        return _item(cond, scope)
+    raise ValueError(f"condition not understood: {cond}")

@@ -1,0 +1,214 @@
+"""Runs and facts in, findings and one verdict out.
+
+Every rule is tried in every scope it is written for (each run, each server/client pair, the whole
+input, the facts). Then the findings are ranked: a cause explains the symptoms (and lesser causes)
+it lists in `explains`; the verdict is the highest-ranked cause nothing else explains. When only
+symptoms are left, the verdict says so (`unknown`) and names the candidates and what to collect.
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from rdmadoctor.engine import conditions, rules as rule_table, template
+from rdmadoctor.engine.conditions import Scope
+from rdmadoctor.engine.rules import Rule
+from rdmadoctor.logparse.options import LONG, SHORT
+from rdmadoctor.model import (CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict)
+
+
+def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
+    """Server and client runs matched in order (the i-th server with the i-th client)."""
+    servers = [r for r in runs if r.side == "server"]
+    clients = [r for r in runs if r.side == "client"]
+    return list(zip(servers, clients))
+
+
+def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    matched = pairs(runs)
+    partner = {}
+    for s, c in matched:
+        partner[id(s)] = (s, c)
+        partner[id(c)] = (s, c)
+    if rule.scope == "run":
+        for run in runs:
+            s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
+            yield Scope(list(runs), ctx, run=run, server=s, client=c)
+    elif rule.scope == "pair":
+        for s, c in matched:
+            yield Scope(list(runs), ctx, server=s, client=c)
+    elif rule.scope == "input":
+        s, c = matched[0] if matched else (None, None)
+        yield Scope(list(runs), ctx, server=s, client=c)
+    elif rule.scope == "facts":
+        if ctx.get("facts_view") is None:
+            return
+        if rule.each:
+            for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
+                yield Scope(list(runs), ctx, item=item)
+        else:
+            yield Scope(list(runs), ctx)
+
+
+def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Optional[str]:
+    """The side's own command line with the options set as the rule says ("--qp=10")."""
+    run: Optional[Run] = bindings.get(spec.get("run", "run"))
+    settings = {name: template.render(str(value), bindings, ctx) for name, value in spec.get("set", {}).items()}
+    remove = set(spec.get("remove", []))
+    tool = (run.command.tool if run is not None and run.command else None) or (run.tool if run else None)
+    if spec.get("tool") and bindings.get(spec["tool"]) is not None:
+        tool = bindings[spec["tool"]].tool or tool        # run the other side's binary instead
+    if tool is None:
+        other = bindings.get("other") or bindings.get("client") or bindings.get("server")
+        tool = other.tool if other is not None and other.tool else "ib_write_bw"
+    if run is not None and run.command:
+        kept = _strip_options(run.command.argv[1:], set(settings) | remove)
+        words = [tool] + kept
+    else:
+        words = [tool, "<same options as before>"]
+    for name, value in settings.items():
+        if value in ("", "off", "false", "False"):
+            continue
+        words.append(f"--{name}" if value in ("on", "true", "True") else f"--{name}={value}")
+    return " ".join(words)
+
+
+def _strip_options(argv: List[str], names: set) -> List[str]:
+    """argv without the options named (long names), in any spelling perftest accepts."""
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        name, takes = None, False
+        if tok.startswith("--"):
+            long_name = tok[2:].split("=")[0]
+            if long_name in LONG:
+                name, takes = long_name, LONG[long_name] and "=" not in tok
+        elif tok.startswith("-") and len(tok) >= 2 and tok[1] in SHORT:
+            name, has_arg = SHORT[tok[1]]
+            takes = has_arg and len(tok) == 2
+            if len(tok) > 2 and not has_arg:        # bundled flags (-aR): keep the others
+                rest = "".join(ch for ch in tok[1:] if SHORT.get(ch, ("",))[0] not in names)
+                if rest != tok[1:]:
+                    if rest:
+                        out.append("-" + rest)
+                    i += 1
+                    continue
+                name = None
+        if name in names:
+            i += 2 if takes else 1
+            continue
+        out.append(tok)
+        i += 1
+    return [shlex.quote(t) if " " in t else t for t in out]
+
+
+def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
+    other = scope.other()
+    bindings: Dict[str, Any] = {
+        "run": scope.run, "server": scope.server, "client": scope.client, "other": other,
+        "message": scope.bound.get("message"), "param": scope.bound.get("param"), "fact": scope.bound.get("fact"),
+        "item": scope.item, "facts": ctx.get("facts_view"), "ctx": ctx.get("public", {}),
+    }
+    if rule.fix_command:
+        bindings["fix_command"] = fix_command(rule.fix_command, bindings, ctx)
+    def render(text: str) -> str:
+        return reflow(template.render(text, bindings, ctx))
+    evidence: List[Evidence] = []
+    for e in scope.evidence:
+        if e not in evidence:
+            evidence.append(e)
+    evidence.sort(key=lambda e: (e.source, e.line or 0))
+    key = render(rule.key) if rule.key else _default_key(scope)
+    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
+                   explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
+                   confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
+                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, key=key)
+
+
+def reflow(text: str) -> str:
+    """A TOML multi-line string reads as wrapped prose: join its lines, keep its paragraphs."""
+    paragraphs = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _default_key(scope: Scope) -> str:
+    parts = []
+    for run in (scope.run, scope.server, scope.client):
+        if run is not None:
+            parts.append(f"{run.source}#{run.index}")
+    if scope.item is not None:
+        parts.append(str(scope.item.get("label") or scope.item.get("name") or id(scope.item)))
+    return "|".join(parts) or "input"
+
+
+def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
+    table = table if table is not None else rule_table.load()
+    found: Dict[Tuple[str, str], Finding] = {}
+    ctx.pop("cited", None)
+    for stage in (False, True):                 # fallback rules see what the others left unexplained
+        if stage:
+            ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
+        for rule in table:
+            if rule.fallback != stage:
+                continue
+            for scope in scopes_for(rule, runs, ctx):
+                if conditions.holds(rule.when, scope):
+                    finding = make_finding(rule, scope, ctx)
+                    found.setdefault((rule.id, finding.key), finding)
+    ctx.pop("cited", None)
+    return list(found.values())
+
+
+def _rank(f: Finding, order: Dict[str, int], priority: Dict[str, int]) -> Tuple:
+    rung = RUNGS.index(f.rung) if f.rung in RUNGS else len(RUNGS)
+    return (SEVERITY_RANK[f.severity], 0 if f.kind == "cause" else 1, CONFIDENCE_RANK.get(f.confidence, 3),
+            -priority.get(f.rule, 0), rung, order.get(f.rule, 0))
+
+
+def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
+    """Mark what each cause explains, then order: unexplained before explained, worst first."""
+    table = table if table is not None else rule_table.load()
+    by_id = {r.id: r for r in table}
+    order = {r.id: i for i, r in enumerate(table)}
+    priority = {r.id: r.priority for r in table}
+    ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
+    for cause in ordered:
+        if cause.kind != "cause" or cause.explained_by:
+            continue
+        explains = set(by_id[cause.rule].explains) if cause.rule in by_id else set()
+        for other in ordered:
+            if other is not cause and other.rule in explains and other.explained_by is None:
+                other.explained_by = cause.rule
+    return sorted(ordered, key=lambda f: (f.explained_by is not None, _rank(f, order, priority)))
+
+
+def verdict(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
+    live = [f for f in findings if f.explained_by is None]
+    causes = [f for f in live if f.kind == "cause"]
+    failing_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "fail"]
+    top = causes[0] if causes else None
+    if top is not None and top.severity == "fail":
+        return Verdict("failure", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
+    if failing_symptoms:
+        s = failing_symptoms[0]
+        candidates: List[str] = []
+        for f in failing_symptoms:
+            candidates += [c for c in f.candidates if c not in candidates]
+        steps: List[str] = []
+        for f in failing_symptoms:
+            steps += [n for n in f.next_steps if n not in steps]
+        return Verdict("unknown", "unknown", s.rule,
+                       f"{s.title}; the cause is not in this input", None, None, candidates, steps)
+    if top is not None and top.severity == "warn":
+        return Verdict("warning", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
+    warn_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "warn"]
+    if warn_symptoms:
+        s = warn_symptoms[0]
+        return Verdict("warning", "unknown", s.rule, s.title, None, None, list(s.candidates), list(s.next_steps))
+    if not runs and not ctx.get("facts_view"):
+        return Verdict("unknown", "unknown", None, "No perftest output was recognised in the input", None, None, [],
+                       ["Paste the complete output of both sides, each with the command line that started it."])
+    done = [r for r in runs if r.results]
+    summary = (f"No problem found: {len(done)} of {len(runs)} run(s) printed results" if runs
+               else "No problem found")
+    return Verdict("ok", None, None, summary)

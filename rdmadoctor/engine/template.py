@@ -1,0 +1,104 @@
+"""Fills a rule's text with the user's own values: "{server.num_qps}", "{message.host}", "{run.bw_gbps|gbps}".
+
+Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
+ctx); on a run, a name is first a parameter (rdmadoctor.params), then a feature
+(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), default:<text>.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict
+
+from rdmadoctor import params
+from rdmadoctor.engine import features
+from rdmadoctor.model import Run
+
+_FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
+MISSING = "?"
+
+
+class Missing(Exception):
+    pass
+
+
+def _attr(obj: Any, name: str, ctx: Dict[str, Any]) -> Any:
+    if isinstance(obj, Run):
+        if name in params.PARAMETERS:
+            value = params.read(obj, name)
+            if value is None:
+                raise Missing(name)
+            return value.value
+        if name in features.FEATURES:
+            return features.feature(obj, name, ctx)
+        if name == "command_text":
+            return obj.command.text if obj.command else None
+    if isinstance(obj, dict):
+        if name in obj:
+            return obj[name]
+        raise Missing(name)
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    if hasattr(obj, "fields") and isinstance(obj.fields, dict) and name in obj.fields:
+        return obj.fields[name]
+    raise Missing(name)
+
+
+def resolve(path: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Any:
+    head, *rest = path.split(".")
+    if head not in bindings or bindings[head] is None:
+        raise Missing(head)
+    value = bindings[head]
+    for name in rest:
+        if value is None:
+            raise Missing(name)
+        value = _attr(value, name, ctx)
+    return value
+
+
+def _bytes(n: Any) -> str:
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _apply(value: Any, name: str, arg: str) -> Any:
+    if name == "pct":
+        return f"{float(value) * 100:.0f}%"
+    if name == "gbps":
+        return f"{float(value):.1f} Gb/s"
+    if name == "bytes":
+        return _bytes(value)
+    if name == "join":
+        return ", ".join(str(v) for v in value)
+    if name == "upper":
+        return str(value).upper()
+    if name == "lower":
+        return str(value).lower()
+    if name == "default":
+        return value
+    if name == "option":          # a negotiated field name (X09) -> the option that sets it
+        return params.NEGOTIATED_FIELDS.get(str(value), str(value))
+    raise ValueError(f"unknown template filter {name}")
+
+
+def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:
+    def one(m: "re.Match[str]") -> str:
+        path, filters = m.group(1), [f for f in m.group(2).split("|") if f]
+        default = next((f.split(":", 1)[1] for f in filters if f.startswith("default:")), None)
+        try:
+            value = resolve(path, bindings, ctx)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                raise Missing(path)
+            for f in filters:
+                name, _, arg = f.partition(":")
+                value = _apply(value, name, arg)
+            if isinstance(value, bool):
+                return "on" if value else "off"
+            return str(value)
+        except Missing:
+            return default if default is not None else MISSING
+    return _FIELD.sub(one, template)

@@ -1,0 +1,267 @@
+"""The message catalogue: recognises every line perftest (and libibverbs/librdmacm) can print.
+
+Two sources, one form:
+  catalog.toml          curated entries with the reference's ids, typed fields and side hints;
+  perftest_strings.tsv  every message string of perftest 6.29, compiled from its C format, so that an
+                        error no curated entry covers is still recognised (with its file and function).
+A line may hold several messages (a chat or a blog flattened them into one line): `find` returns all
+of them, in order, without overlaps; curated entries win over generated ones, longer over shorter.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
+_TYPES = {
+    None: r"\S+",
+    "word": r"\S+",
+    "int": r"-?\d+",
+    "hex": r"(?:0x)?[0-9a-fA-F]+",
+    "num": r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?",
+    "text": r".+?",
+    "rest": r".*",
+}
+_LEADING_TEXT = r"\S+(?:[ \t]+\S+){0,5}?"   # a leading {x:text}: a few words, not the whole flattened line
+_WORD = re.compile(r"[a-z0-9_]+")
+_STOPWORDS = frozenset("the and for with from not was has but are can any all this that than into".split())
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    kind: str                        # error | warning | notice
+    phase: str
+    regex: "re.Pattern[str]"
+    keyword: str                     # a word every matching line contains (prefilter)
+    literal_length: int              # how much fixed text it matches: longer wins an overlap
+    curated: bool
+    side: Optional[str] = None
+    gen: Optional[str] = None
+    origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
+
+
+@dataclass
+class Match:
+    pattern: Pattern
+    start: int
+    end: int
+    text: str
+    fields: Dict[str, str] = field(default_factory=dict)
+
+
+def _literal_regex(literal: str) -> str:
+    """Literal text, tolerant of how pastes mangle it: any blanks between words, optional apostrophes,
+    and an optional blank around punctuation."""
+    out = []
+    for token in re.findall(r"\s+|[A-Za-z0-9_]+|.", literal):
+        if token.isspace():
+            out.append(r"\s*")
+        elif token == "'":
+            out.append(r"['’]?")
+        elif token[0].isalnum() or token[0] == "_":
+            out.append(re.escape(token))
+        else:
+            out.append(re.escape(token))
+    source = "".join(out)
+    # between two words a blank is required; elsewhere optional
+    return re.sub(r"(?<=[A-Za-z0-9_])\\s\*(?=[A-Za-z0-9_])", r"\\s+", source)
+
+
+def compile_template(template: str) -> str:
+    parts, pos = [], 0
+    template = template.strip()
+    for ph in _PLACEHOLDER.finditer(template):
+        parts.append(_literal_regex(template[pos:ph.start()]))
+        name, kind = ph.group(1), ph.group(2)
+        body = _LEADING_TEXT if (kind == "text" and ph.start() == 0) else _TYPES[kind]
+        parts.append(f"(?P<{name}>{body})")
+        pos = ph.end()
+    parts.append(_literal_regex(template[pos:]))
+    return "".join(parts)
+
+
+_C_CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?([diouxXeEfgGcspn%])"
+                           r"|\"\s*PRI[uxd]64\s*\"")
+
+
+def compile_c_format(literal: str) -> List[str]:
+    """A C string literal (as written in perftest's source) -> one regex per printed line."""
+    body = literal.strip()
+    if body.startswith('"') and body.endswith('"'):
+        body = body[1:-1]
+    body = (body.replace('\\"', '"').replace("\\t", " ").replace("\\x1b", "\x1b")
+            .replace('" "', ""))
+    body = re.sub(r"\x1b\[[0-9;]*m", "", body)
+    regexes = []
+    for line in body.split("\\n"):
+        if not line.strip():
+            continue
+        parts, pos, n = [], 0, 0
+        for conv in _C_CONVERSION.finditer(line):
+            parts.append(_literal_regex(line[pos:conv.start()]))
+            kind = conv.group(1) or "u"
+            if kind == "%":
+                parts.append("%")
+            elif kind in "diu":
+                parts.append(r"-?\d+")
+            elif kind in "oxX":
+                parts.append(r"(?:0x)?[0-9a-fA-F]+")
+            elif kind in "eEfgG":
+                parts.append(r"-?[\d.]+(?:[eE][-+]?\d+)?|-?nan|-?inf")
+            elif kind == "c":
+                parts.append(r".")
+            else:  # s, p, n
+                parts.append(r".+?" if parts and pos > 0 else r"\S+")
+            pos, n = conv.end(), n + 1
+        parts.append(_literal_regex(line[pos:]))
+        literal_text = _C_CONVERSION.sub("", line).strip()
+        if len(re.sub(r"[^A-Za-z]", "", literal_text)) < 6:
+            continue  # "%s\n", "dlerror: %s": too little fixed text to recognise anything
+        regexes.append("".join(parts))
+    return regexes
+
+
+def _keyword_of(regex_source: str) -> str:
+    """The longest plain word of a pattern: lines without it cannot match."""
+    cleaned = re.sub(r"\(\?P<\w+>", "(", regex_source)
+    cleaned = re.sub(r"\\[A-Za-z]", " ", cleaned)
+    words = [w for w in _WORD.findall(cleaned.lower()) if len(w) >= 3 and w not in _STOPWORDS and not w.isdigit()]
+    if not words:
+        return ""
+    return max(words, key=len)
+
+
+def _literal_length(regex_source: str) -> int:
+    cleaned = re.sub(r"\(\?P<\w+>[^)]*\)", "", regex_source)
+    return len(re.findall(r"[A-Za-z0-9]", re.sub(r"\\[A-Za-z]", "", cleaned)))
+
+
+class Catalog:
+    def __init__(self, patterns: List[Pattern]):
+        self.patterns = patterns
+        self.by_keyword: Dict[str, List[Pattern]] = {}
+        self.unkeyed: List[Pattern] = []
+        for p in patterns:
+            if p.keyword:
+                self.by_keyword.setdefault(p.keyword, []).append(p)
+            else:
+                self.unkeyed.append(p)
+
+    def candidates(self, lowered: str) -> List[Pattern]:
+        found = list(self.unkeyed)
+        for word in set(_WORD.findall(lowered)):
+            bucket = self.by_keyword.get(word)
+            if bucket:
+                found.extend(bucket)
+        return found
+
+    def find(self, line: str) -> List[Match]:
+        """Every message in `line`, left to right, without overlaps."""
+        matches: List[Match] = []
+        for pattern in self.candidates(line.lower()):
+            for m in pattern.regex.finditer(line):
+                if m.end() > m.start():
+                    matches.append(Match(pattern, m.start(), m.end(), m.group(0),
+                                         {k: v for k, v in m.groupdict().items() if v is not None}))
+        if len(matches) <= 1:
+            return matches
+        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start))
+        chosen: List[Match] = []
+        for m in matches:
+            if all(m.end <= c.start or m.start >= c.end for c in chosen):
+                chosen.append(m)
+        chosen.sort(key=lambda m: m.start)
+        return chosen
+
+
+def _phase_of(file: str, function: str) -> str:
+    if "memory" in file or "loader" in file:
+        return "resources"
+    if file.startswith("raw_ethernet"):
+        return "raw"
+    if file == "perftest_parameters.c":
+        return "negotiate" if function.startswith(("negotiate", "compare")) else "parse"
+    if file == "perftest_communication.c":
+        if function.startswith(("ethernet_read", "ethernet_write", "ctx_hand_shake", "ctx_xchg", "exchange",
+                                "check_", "rdma_read", "rdma_write")):
+            return "exchange"
+        return "connect"
+    if function.startswith(("run_iter", "perform_warm", "check_alive", "run_")):
+        return "run"
+    if function.startswith(("destroy", "ctx_close")):
+        return "close"
+    if function.startswith(("ctx_find_dev", "ctx_open_device", "set_process_affinity", "run_on_node")):
+        return "device"
+    if function == "ctx_connect":
+        return "qp"
+    if function == "main":
+        return "run"
+    return "resources"
+
+
+_ERROR_WORDS = re.compile(r"fail|error|couldn|could not|unable|cannot|can not|can't|invalid|not supported|"
+                          r"isn't supported|not found|bad |must |should |exceed|mismatch|not available|"
+                          r"doesn't|does not|wrong|too |not possible|only|illegal|no such|unsupported", re.I)
+
+
+def _kind_of(literal: str) -> str:
+    if re.search(r"warn", literal, re.I):
+        return "warning"
+    return "error" if _ERROR_WORDS.search(literal) else "notice"
+
+
+def _curated() -> List[Pattern]:
+    with open(HERE / "catalog.toml", "rb") as f:
+        data = tomllib.load(f)
+    patterns = []
+    for entry in data["message"]:
+        sources = [entry["regex"]] if "regex" in entry else [
+            compile_template(t) for t in (entry.get("texts") or [entry["text"]])]
+        for source in sources:
+            patterns.append(Pattern(
+                id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
+                regex=re.compile(source, re.IGNORECASE), keyword=_keyword_of(source),
+                literal_length=_literal_length(source), curated=True, side=entry.get("side"),
+                gen=entry.get("gen")))
+    return patterns
+
+
+def _generated() -> List[Pattern]:
+    patterns = []
+    for line in (HERE / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        file, function, _stream, literal = line.split("\t", 3)
+        for source in compile_c_format(literal):
+            try:
+                regex = re.compile(source, re.IGNORECASE)
+            except re.error:
+                continue
+            patterns.append(Pattern(
+                id=f"A:{file}:{function}", kind=_kind_of(literal), phase=_phase_of(file, function),
+                regex=regex, keyword=_keyword_of(source), literal_length=_literal_length(source),
+                curated=False, origin=f"{file}:{function}"))
+    return patterns
+
+
+@lru_cache(maxsize=1)
+def load() -> Catalog:
+    return Catalog(_curated() + _generated())
+
+
+def split_points(matches: List[Match]) -> List[Tuple[int, int]]:
+    """Spans of a line between message starts (used to unflatten a joined paste)."""
+    starts = sorted({m.start for m in matches})
+    return list(zip(starts, starts[1:] + [None]))

@@ -1,0 +1,96 @@
+"""A perftest command line, as typed at a shell prompt, parsed the way perftest's getopt_long would."""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Dict, List, Optional, Tuple
+
+from rdmadoctor.logparse.options import LONG, OPTIONAL_ARG, SHORT, TOOLS, resolve_long
+
+TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>" + "|".join(TOOLS) + r")(?=\s|$)")
+# what may follow a command on the same line without being part of it
+_SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\|)")
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
+
+
+def parse_command(text: str) -> Optional[Tuple[str, List[str], Dict[str, Any], Optional[str], int]]:
+    """(tool, argv, options, host, end) when `text` holds a perftest command line, else None.
+
+    `end` is where the command stops in `text` (shell redirections and pipes end it). A line that
+    names a tool but does not parse as its options (prose, usage text) is not a command.
+    """
+    m = TOOL_RE.search(text)
+    if not m:
+        return None
+    rest = text[m.end():]
+    try:
+        tokens = shlex.split(rest, posix=True)
+    except ValueError:
+        tokens = rest.split()
+    options: Dict[str, Any] = {}
+    host: Optional[str] = None
+    argv = [m.group("tool")]
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        first = i
+        if _SHELL_END.match(tok):
+            break
+        if tok.startswith("--") and len(tok) > 2:
+            name, eq, value = tok[2:].partition("=")
+            canonical = resolve_long(name)
+            if canonical is None:
+                return None
+            takes = LONG[canonical]
+            if takes and not eq:
+                if canonical in OPTIONAL_ARG and not (i + 1 < len(tokens) and tokens[i + 1].isdigit()):
+                    value = True
+                elif i + 1 < len(tokens):
+                    i += 1
+                    value = tokens[i]
+                else:
+                    return None
+            elif not takes:
+                value = True
+            options[canonical] = value
+        elif tok.startswith("-") and len(tok) > 1 and not _looks_negative_number(tok):
+            j = 1
+            while j < len(tok):
+                letter = tok[j]
+                if letter not in SHORT:
+                    return None
+                canonical, takes = SHORT[letter]
+                if takes:
+                    value = tok[j + 1:]
+                    if not value:
+                        if i + 1 >= len(tokens):
+                            return None
+                        i += 1
+                        value = tokens[i]
+                    options[canonical] = value
+                    break
+                options[canonical] = True
+                j += 1
+        else:
+            if host is not None or not _HOST.match(tok):
+                return None        # a second positional argument: not a command perftest would run
+            host = tok
+        argv.extend(tokens[first:i + 1])   # the option and the value it consumed
+        i += 1
+    end = _command_end(text, m.end(), argv[1:])
+    return m.group("tool"), argv, options, host, end
+
+
+def _looks_negative_number(token: str) -> bool:
+    return bool(re.match(r"^-\d", token))
+
+
+def _command_end(text: str, start: int, consumed: List[str]) -> int:
+    """Position in `text` just after the last consumed token (shlex loses positions)."""
+    pos = start
+    for tok in consumed:
+        found = text.find(tok.split("=")[0], pos)
+        if found < 0:
+            return len(text)
+        pos = found + len(tok)
+    return min(pos, len(text))

@@ -1,0 +1,214 @@
+"""What one line of a perftest paste is: a command, a header field, an address, a result row, a message...
+
+A line may hold several of these when a chat or a blog flattened the paste: it is cut at every place
+where something perftest prints begins (a message of the catalogue, a header box, an address line, a
+result table, a command), and each piece is classified on its own.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from rdmadoctor.logparse import catalog
+from rdmadoctor.logparse.command import TOOL_RE, parse_command
+
+# Header box keys (perftest_parameters.c ctx_print_test_info, every generation) -> field names.
+HEADER_KEYS = {
+    "Dual-port": "dual_port", "Device": "device", "Number of qps": "num_qps", "Transport type": "transport",
+    "Connection type": "connection", "Using SRQ": "srq", "PCIe relax order": "pcie_relax_order",
+    "Lock-free": "lock_free", "ibv_wr* API": "wr_api", "Using DDP": "ddp",
+    "Using Enhanced Reorder": "enhanced_reorder", "TX depth": "tx_depth", "Recv Post List": "recv_post_list",
+    "Post List": "post_list", "RX depth": "rx_depth", "DCS active num streams": "dcs_active_streams",
+    "DCS num streams": "dcs_streams", "Number of data encryption keys": "encryption_keys",
+    "Block Size": "block_size", "CQ Moderation": "cq_moderation", "CQE Poll Batch": "cqe_poll_batch",
+    "Mtu": "mtu", "Link type": "link_type", "Buffer size": "buffer_size", "GID index2": "gid_index2",
+    "GID index": "gid_index", "Max inline data": "max_inline", "Outstand reads": "outstand_reads",
+    "rdma_cm QPs": "rdma_cm_qps", "Use ROCm memory": "rocm_memory", "Use MUSA memory": "musa_memory",
+    "Data ex. method": "data_ex_method", "TOS": "tos", "NUMA node": "numa_node",
+}
+_HEADER_RE = re.compile(
+    r"(?<![\w-])(?P<key>" + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in HEADER_KEYS) +
+    r")\s*:\s*(?P<value>[^\s:]+)", re.IGNORECASE)
+_HEADER_LOOKUP = {re.sub(r"\s+", " ", k.lower()): v for k, v in HEADER_KEYS.items()}
+
+TEST_NAME_RE = re.compile(
+    r"(?<!\w)(?P<verb>RDMA_Write_imm|RDMA_Write|RDMA_Read|Send_imm|Send|Atomic)\s+"
+    r"(?:(?P<atomic>CMP_AND_SWAP|FETCH_AND_ADD)\s+)?(?P<bidir>Bidirectional\s+)?(?:Post\s+List\s+)?"
+    r"(?P<tst>BW|Latency)\s+(?:forwarding\s+)?(?:Multicast\s+)?Test\b", re.IGNORECASE)
+_ADDRESS_RE = re.compile(
+    r"(?P<role>local|remote)\s+address\s*:\s*LID\s+(?P<lid>\S+)\s+QPN\s+(?P<qpn>\S+)\s+PSN\s+(?P<psn>\S+)"
+    r"(?:\s+OUT\s+(?P<out>\S+))?(?:\s+RKey\s+(?P<rkey>\S+)\s+VAddr\s+(?P<vaddr>\S+))?(?:\s+SRQn\s+(?P<srqn>\S+))?",
+    re.IGNORECASE)
+_GID_RE = re.compile(r"(?<![\w-])M?GID\s*:\s*(?P<gid>\d{1,3}(?::\d{1,3}){15})(?!\d)")
+_RESULT_HEADER_RE = re.compile(r"#bytes\s+(?:#sl\s+)?#iterations\s+(?P<cols>.*?(?:MsgRate\[Mpps\]|\[usec\]|\[cycles\]|"
+                               r"tps\s+average|CPU_Util\[%\])(?:\s+(?:\S+\[[^\]]*\]|CPU_Util\[%\]))*)",
+                               re.IGNORECASE)
+_UNIT_RE = re.compile(r"\[(MB/sec|MiB/sec|Gb/sec|usec|cycles)\]", re.IGNORECASE)
+_BANNER_RE = re.compile(r"Waiting\s+for\s+client\s+(?:rdma_cm\s+QP\s+)?to\s+connect", re.IGNORECASE)
+_BOX_RE = re.compile(r"^[\s\-=*_#~]*$")
+_NUMBER = r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|-?nan|-?inf)"
+_NUMBERS_RE = re.compile(r"^\s*\d+(?:\s+" + _NUMBER + r"){2,}\s*$", re.IGNORECASE)
+_DASHES_RE = re.compile(r"-{20,}|\*{20,}")
+_SIDE_WORDS = re.compile(r"[A-Za-z][\w.-]*|\d[\w.:-]*")
+_SIDE_FILLER = frozenset("side log logs output out host node machine terminal console on the a b stdout stderr "
+                         "run shell window tab pane box cmd command result results".split())
+
+# Where something perftest prints begins: a line is cut there when it holds several things.
+_ANCHOR_RE = re.compile(
+    "|".join([r"-{20,}", r"\*{12,}", r"\*\s*Waiting\s+for\s+client", r"(?:local|remote)\s+address\s*:",
+              r"(?<![\w-])M?GID\s*:\s*\d", r"#bytes\s", TEST_NAME_RE.pattern, r"Dual-port\s*:",
+              TOOL_RE.pattern]), re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str       # command | side_label | banner | box | test_name | header | address | gid |
+                    # result_header | numbers | message | text
+    data: Any
+    column: int = 0
+
+
+def _hexint(text: Optional[str]) -> Optional[int]:
+    if text is None:
+        return None
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+def perftest_gid(decimal_bytes: str) -> Optional[str]:
+    """perftest prints a GID as 16 decimal bytes ('...:255:255:192:00:02:01'): -> '::ffff:192.0.2.1'."""
+    parts = decimal_bytes.split(":")
+    if len(parts) != 16:
+        return None
+    values = [int(p) for p in parts]
+    if any(v > 255 for v in values):
+        return None
+    return canonical_gid(ipaddress.IPv6Address(bytes(values)))
+
+
+def canonical_gid(address: "ipaddress.IPv6Address") -> str:
+    """IPv6 text, with an IPv4-mapped GID (RoCE v2 over IPv4) written ::ffff:a.b.c.d on every Python."""
+    mapped = address.ipv4_mapped
+    return f"::ffff:{mapped}" if mapped else str(address)
+
+
+def side_label(text: str) -> Optional[str]:
+    """'===== SERVER =====', '[client]', 'Server side (node1):' -> 'server' / 'client'."""
+    if len(text) > 80:
+        return None
+    words = _SIDE_WORDS.findall(text)
+    sides = {w.lower() for w in words} & {"server", "client"}
+    if len(sides) != 1:
+        return None
+    for w in words:
+        lw = w.lower()
+        if lw in ("server", "client") or lw in _SIDE_FILLER or any(c.isdigit() for c in lw) or "." in lw:
+            continue
+        if len(words) <= 3 and len(lw) <= 12:
+            continue                     # 'Server node1', 'client (gpu-b)'
+        return None
+    return sides.pop()
+
+
+class LineClassifier:
+    """Classifies lines; results are cached because perftest logs repeat the same lines a lot."""
+
+    CACHE_LIMIT = 50000
+
+    def __init__(self):
+        self.catalog = catalog.load()
+        self._cache: Dict[str, Tuple[Item, ...]] = {}
+        self.flattened = 0
+
+    def classify(self, line: str) -> Tuple[Item, ...]:
+        cached = self._cache.get(line)
+        if cached is not None:
+            return cached
+        items = tuple(self._classify(line))
+        if len(self._cache) < self.CACHE_LIMIT and not any(i.kind in ("address", "gid", "numbers") for i in items):
+            self._cache[line] = items
+        return items
+
+    def _classify(self, line: str) -> List[Item]:
+        stripped = line.strip()
+        if not stripped:
+            return []
+        if _BOX_RE.match(stripped):
+            return [Item("box", None)] if _DASHES_RE.search(stripped) else []
+        if stripped[0].isdigit() and _NUMBERS_RE.match(stripped):
+            return [Item("numbers", tuple(stripped.split()))]
+        matches = self.catalog.find(line)
+        starts = {m.start for m in matches}
+        starts.update(a.start() for a in _ANCHOR_RE.finditer(line))
+        starts.discard(0)
+        cuts = [0] + sorted(starts) + [len(line)]
+        by_start = {m.start: m for m in matches}
+        items: List[Item] = []
+        for begin, end in zip(cuts, cuts[1:]):
+            piece = line[begin:end]
+            if not piece.strip():
+                continue
+            message = by_start.get(begin)
+            if message is not None:
+                items.append(Item("message", message, begin))
+                rest = line[message.end:end]
+                if rest.strip():
+                    items.extend(self._structural(rest, message.end, allow_text=False))
+            else:
+                items.extend(self._structural(piece, begin, allow_text=True))
+        if len([i for i in items if i.kind != "text"]) > 1:
+            self.flattened += 1
+        return items
+
+    def _structural(self, piece: str, column: int, allow_text: bool) -> List[Item]:
+        text = piece.strip()
+        if _BOX_RE.match(text):
+            return [Item("box", None, column)] if _DASHES_RE.search(text) else []
+        if _BANNER_RE.search(text):
+            return [Item("banner", "rdma_cm" if "rdma_cm" in text.lower() else "tcp", column)]
+        m = _ADDRESS_RE.search(text)
+        if m:
+            d = m.groupdict()
+            return [Item("address", {"role": d["role"].lower(), "lid": _hexint(d["lid"]), "qpn": _hexint(d["qpn"]),
+                                     "psn": _hexint(d["psn"]), "out_reads": _hexint(d["out"]),
+                                     "rkey": _hexint(d["rkey"]), "vaddr": _hexint(d["vaddr"])}, column)]
+        m = _GID_RE.search(text)
+        if m:
+            return [Item("gid", perftest_gid(m.group("gid")) or m.group("gid"), column)]
+        m = _RESULT_HEADER_RE.search(text)
+        if m:
+            unit = _UNIT_RE.search(m.group(0))
+            kind = "bw" if "BW" in m.group(0) or "MsgRate" in m.group(0) else (
+                "lat_dur" if "tps" in m.group(0).lower() else "lat")
+            items = [Item("result_header", {"kind": kind, "unit": unit.group(1) if unit else None,
+                                            "per_port": "Port1" in m.group(0)}, column)]
+            tail = text[m.end():].strip()
+            if tail and _NUMBERS_RE.match(tail):     # a flattened table: the rows follow the titles
+                items.append(Item("numbers", tuple(tail.split()), column + m.end()))
+            return items
+        m = TEST_NAME_RE.search(text)
+        if m:
+            return [Item("test_name", {"verb": m.group("verb"), "tst": m.group("tst"),
+                                       "atomic": m.group("atomic"), "bidirectional": bool(m.group("bidir")),
+                                       "text": m.group(0)}, column)]
+        pairs = [(_HEADER_LOOKUP.get(re.sub(r"\s+", " ", h.group("key").lower())), h.group("value"))
+                 for h in _HEADER_RE.finditer(text)]
+        if pairs:
+            return [Item("header", tuple(p for p in pairs if p[0]), column)]
+        command = parse_command(text)
+        if command is not None:
+            tool, argv, options, host, end = command
+            prefix = text[:TOOL_RE.search(text).start()]
+            return [Item("command", {"tool": tool, "argv": argv, "options": options, "host": host,
+                                     "text": text[TOOL_RE.search(text).start():end].strip(),
+                                     "prompt_side": side_label(prefix) if prefix.strip() else None}, column)]
+        if _NUMBERS_RE.match(text):
+            return [Item("numbers", tuple(text.split()), column)]
+        side = side_label(text)
+        if side:
+            return [Item("side_label", {"side": side, "label": text.strip(" =#*-[]<>|:_~")}, column)]
+        return [Item("text", text, column)] if allow_text else []

@@ -1,0 +1,87 @@
+"""Bytes in, clean numbered lines out: streamed, so a huge log costs time, not memory.
+
+Whatever was pasted (CRLF, lone CRs, ANSI colour, NULs and other binary, invalid UTF-8, smart quotes,
+lines of megabytes) becomes printable text with the line numbers an editor would show.
+"""
+from __future__ import annotations
+
+import re
+from typing import BinaryIO, Iterator, Tuple
+
+from rdmadoctor.model import SourceText
+
+BLOCK = 1 << 20                 # bytes read at a time
+MAX_LINE = 16384                # a longer line is cut into pieces (same line number)
+KEEP_LINES = 20000              # lines kept for evidence excerpts and the report's raw log
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufeff]+")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+def clean_block(text: str) -> str:
+    """Remove what a terminal or a chat adds around the text perftest printed."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub(" ", text)
+    return text.translate(_QUOTES)
+
+
+class SourceReader:
+    """Reads one input and yields (line number, text); keeps the first lines for excerpts."""
+
+    def __init__(self, name: str, stream: BinaryIO):
+        self.name = name
+        self.stream = stream
+        self.text = SourceText(name=name, lines=[], total_lines=0)
+
+    def lines(self) -> Iterator[Tuple[int, str]]:
+        number = 0
+        pending = b""
+        kept = self.text.lines
+        while True:
+            block = self.stream.read(BLOCK)
+            if not block:
+                break
+            self.text.bytes_read += len(block)
+            block = pending + block
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                if len(block) < MAX_LINE * 4:
+                    pending = block
+                    continue
+                cut = len(block) - 1       # a line longer than any paste: flush it in pieces
+            pending, block = block[cut + 1:], block[:cut + 1]
+            text = self._decode(block)
+            for line in (text[:-1] if text.endswith("\n") else text).split("\n"):
+                number += 1
+                if len(kept) < KEEP_LINES:
+                    kept.append(line)
+                yield from self._pieces(number, line)
+        if pending:
+            number += 1
+            line = self._decode(pending).rstrip("\n")
+            for part in line.split("\n"):
+                if len(kept) < KEEP_LINES:
+                    kept.append(part)
+                yield from self._pieces(number, part)
+        self.text.total_lines = number
+        self.text.truncated = number > len(kept)
+
+    def _decode(self, raw: bytes) -> str:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "replace")
+            self.text.decode_errors += text.count("\ufffd")
+        return clean_block(text)
+
+    @staticmethod
+    def _pieces(number: int, line: str) -> Iterator[Tuple[int, str]]:
+        if len(line) <= MAX_LINE:
+            yield number, line
+            return
+        for start in range(0, len(line), MAX_LINE):
+            yield number, line[start:start + MAX_LINE]

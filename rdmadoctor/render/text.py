@@ -1,0 +1,112 @@
+"""The terminal view: the verdict first, then each finding with its evidence and fix commands."""
+from __future__ import annotations
+
+from typing import List
+
+from rich.console import Console
+from rich.text import Text
+
+from rdmadoctor.model import Diagnosis, Finding
+
+STATUS_STYLE = {"ok": ("OK", "bold green"), "warning": ("WARNING", "bold yellow"),
+                "failure": ("FAILURE", "bold red"), "unknown": ("UNKNOWN", "bold magenta")}
+SEVERITY_GLYPH = {"fail": ("[✗]", "red"), "warn": ("[!]", "yellow"), "info": ("[i]", "cyan")}
+RUNG_GLYPH = {"passed": ("[✓]", "green"), "failed": ("[✗]", "red"), "warning": ("[!]", "yellow"),
+              "skipped": ("[-]", "dim"), "not-inspected": ("[?]", "magenta")}
+
+
+def _runs_line(d: Diagnosis) -> str:
+    if not d.runs:
+        return ""
+    parts = [f"{r.source}: {r.side}" + (f" ({r.tool})" if r.tool else "") for r in d.runs[:6]]
+    more = f", … {len(d.runs) - 6} more" if len(d.runs) > 6 else ""
+    return f"{len(d.runs)} run(s) — " + ", ".join(parts) + more
+
+
+def _finding(console: Console, f: Finding, verbose: bool) -> None:
+    glyph, style = SEVERITY_GLYPH[f.severity]
+    kind = "symptom" if f.kind == "symptom" else f.cause
+    head = Text()
+    head.append(glyph + " ", style=style)
+    head.append(f.rule, style="bold")
+    head.append(f"  {kind}  ", style="cyan" if f.kind == "cause" else "magenta")
+    head.append(f"({f.confidence})", style="dim")
+    console.print(head)
+    console.print(Text("    " + f.title, style="bold"))
+    console.print(Text("    " + f.explanation.replace("\n\n", "\n    ")), soft_wrap=False)
+    if f.evidence:
+        console.print("    [dim]Evidence:[/]")
+        for e in f.evidence[:8]:
+            where = f"{e.source}:{e.line}" if e.line else e.source
+            line = Text(f"      {where:<24} ", style="dim")
+            line.append(e.text, style="yellow")
+            if e.note:
+                line.append(f"   ({e.note})", style="dim")
+            console.print(line, soft_wrap=True)
+        if len(f.evidence) > 8:
+            console.print(f"      [dim]… {len(f.evidence) - 8} more[/]")
+    if f.fix:
+        console.print("    [dim]Fix:[/]")
+        for fix in f.fix:
+            console.print(Text("      → " + fix, style="green"))
+    if f.kind == "symptom":
+        console.print(Text("    Could be: " + ", ".join(f.candidates), style="magenta"))
+    if f.next_steps:
+        console.print("    [dim]Next:[/]")
+        for step in f.next_steps:
+            console.print(Text("      • " + step))
+    if verbose and f.refs:
+        console.print(Text("    Refs: " + "; ".join(f.refs), style="dim"))
+    console.print()
+
+
+def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
+    v = d.verdict
+    label, style = STATUS_STYLE[v.status]
+    title = Text()
+    title.append(f"{label}", style=style)
+    if v.cause and v.status != "ok":
+        title.append(f"  {v.cause}", style="bold")
+    if v.confidence:
+        title.append(f"  ({v.confidence} confidence)", style="dim")
+    console.print(title)
+    console.print(Text("  " + v.summary))
+    if v.fix:
+        console.print(Text("  Fix: " + v.fix, style="green"))
+    if v.candidates:
+        console.print(Text("  Possible causes: " + ", ".join(v.candidates), style="magenta"))
+    for step in v.next_steps[:3]:
+        console.print(Text("  Next: " + step))
+    runs = _runs_line(d)
+    if runs:
+        console.print(Text("  " + runs, style="dim"))
+    for note in d.notes:
+        console.print(Text("  Note: " + note, style="dim"))
+    console.print()
+
+    if d.rungs:
+        console.print("[bold]Ladder[/]")
+        for r in d.rungs:
+            glyph, gstyle = RUNG_GLYPH[r.state]
+            line = Text(f"  {glyph} ", style=gstyle)
+            line.append(f"{r.title:<34}", style="bold" if r.state == "failed" else "")
+            line.append(r.detail, style="dim")
+            console.print(line)
+        console.print()
+
+    live: List[Finding] = [f for f in d.findings if f.explained_by is None]
+    explained = [f for f in d.findings if f.explained_by is not None]
+    if live:
+        console.print("[bold]Findings[/]")
+        for f in live:
+            _finding(console, f, verbose)
+    if explained:
+        console.print(f"[bold]Explained by the findings above[/] [dim]({len(explained)})[/]")
+        for f in explained:
+            if verbose:
+                _finding(console, f, verbose)
+            else:
+                glyph, style = SEVERITY_GLYPH[f.severity]
+                console.print(Text(f"  {glyph} {f.rule}: {f.title}  ← {f.explained_by}", style="dim"))
+        console.print()
+
