@@ -191,10 +191,23 @@ def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
     for run in scope.pick(cond.get("of")):
         value = features.feature(run, name, scope.ctx)
         if _compare(value, cond.get("op"), cond.get("value")):
-            if isinstance(value, dict) and "line" in value:
-                scope.evidence.append(Evidence(run.source, _line_text(scope, run, value["line"]), value["line"]))
+            scope.evidence.append(_feature_evidence(scope, run, name, value))
             return True
     return False
+
+
+def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence:
+    """The line a feature rests on: its own line, the best result row, or where the output ends."""
+    if isinstance(value, dict) and "line" in value:
+        line, note = value["line"], None
+    elif name in ("bw_fraction", "bw_gbps") and features.feature(run, "bw_row", scope.ctx) is not None:
+        line = features.feature(run, "bw_row", scope.ctx).line
+        note = f"{value * 100:.0f}% of line rate" if name == "bw_fraction" else f"{value:.1f} Gb/s"
+    elif name == "stalled_at":
+        line, note = run.last_line, f"the {run.side} printed nothing after this line"
+    else:
+        line, note = run.last_line, f"{name} = {value}"
+    return Evidence(run.source, _line_text(scope, run, line), line, note)
 
 
 def _line_text(scope: Scope, run: Run, line: int) -> str:

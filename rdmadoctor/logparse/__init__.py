@@ -32,11 +32,12 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
             items = classifier.classify(line)
             if items:
                 builder.feed(number, items)
-        source_runs = builder.finish()
+        source_runs = _fold_version_queries(builder.finish())
         reader.text.flattened = classifier.flattened - flattened_before
         _side_from_name(name, source_runs)
         runs.extend(source_runs)
         sources.append(reader.text)
+    runs = _attach_commands(runs)
     _complete_sides(runs)
     return ParsedLog(runs=runs, sources=sources)
 
@@ -76,6 +77,40 @@ def _side_from_name(name: str, runs: List[Run]) -> None:
     for run in runs:
         if run.side == "unknown":
             run.side, run.side_reason = hits[0], f"file name '{base}'"
+
+
+def _fold_version_queries(runs: List[Run]) -> List[Run]:
+    """`ib_write_bw -V` prints only "Version: 6.24": not a run of its own, but the version of the
+    perftest the other runs of this paste used."""
+    queries = [r for r in runs if r.command is not None and r.command.options.get("version")]
+    if not queries or len(queries) == len(runs):
+        return runs
+    versions = [m for q in queries for m in q.messages if m.id == "N02"]
+    rest = [r for r in runs if r not in queries]
+    for run in rest:
+        run.messages = versions + run.messages
+    return rest
+
+
+def _command_only(run: Run) -> bool:
+    return run.command is not None and not (run.messages or run.header or run.test_name or run.results
+                                            or run.addresses or run.banner_line)
+
+
+def _attach_commands(runs: List[Run]) -> List[Run]:
+    """A paste of the two command lines plus a side's output without its command line: one run.
+
+    Only when it is unambiguous: exactly one command-only run and one command-less run of that side.
+    """
+    for side in ("server", "client"):
+        lonely = [r for r in runs if r.side == side and _command_only(r)]
+        bare = [r for r in runs if r.side == side and r.command is None]
+        if len(lonely) == 1 and len(bare) == 1:
+            bare[0].command = lonely[0].command
+            bare[0].tool = bare[0].tool or lonely[0].tool
+            bare[0].side_reason = f"{bare[0].side_reason}; command line from {lonely[0].source}"
+            runs = [r for r in runs if r is not lonely[0]]
+    return runs
 
 
 def _complete_sides(runs: List[Run]) -> None:

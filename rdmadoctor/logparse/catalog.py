@@ -227,12 +227,14 @@ def _curated() -> List[Pattern]:
         data = tomllib.load(f)
     patterns = []
     for entry in data["message"]:
+        if "regex" in entry and "keyword" not in entry:
+            raise ValueError(f"catalog entry {entry['id']}: a regex entry needs a keyword")
         sources = [entry["regex"]] if "regex" in entry else [
             compile_template(t) for t in (entry.get("texts") or [entry["text"]])]
         for source in sources:
             patterns.append(Pattern(
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
-                regex=re.compile(source, re.IGNORECASE), keyword=_keyword_of(source),
+                regex=re.compile(source, re.IGNORECASE), keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen")))
     return patterns

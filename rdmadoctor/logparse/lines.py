@@ -183,7 +183,7 @@ class LineClassifier:
         if m:
             unit = _UNIT_RE.search(m.group(0))
             kind = "bw" if "BW" in m.group(0) or "MsgRate" in m.group(0) else (
-                "lat_dur" if "tps" in m.group(0).lower() else "lat")
+                "lat_dur" if re.search(r"tps\s+average", text, re.I) else "lat")
             items = [Item("result_header", {"kind": kind, "unit": unit.group(1) if unit else None,
                                             "per_port": "Port1" in m.group(0)}, column)]
             tail = text[m.end():].strip()

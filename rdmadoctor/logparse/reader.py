@@ -40,6 +40,7 @@ class SourceReader:
     def lines(self) -> Iterator[Tuple[int, str]]:
         number = 0
         pending = b""
+        continues = False            # the previous piece was cut inside a line: same line number
         kept = self.text.lines
         while True:
             block = self.stream.read(BLOCK)
@@ -48,25 +49,30 @@ class SourceReader:
             self.text.bytes_read += len(block)
             block = pending + block
             cut = block.rfind(b"\n")
+            if cut < 0 and len(block) < MAX_LINE * 4:
+                pending = block
+                continue
             if cut < 0:
-                if len(block) < MAX_LINE * 4:
-                    pending = block
-                    continue
                 cut = len(block) - 1       # a line longer than any paste: flush it in pieces
             pending, block = block[cut + 1:], block[:cut + 1]
+            ends_line = block.endswith(b"\n")
             text = self._decode(block)
-            for line in (text[:-1] if text.endswith("\n") else text).split("\n"):
-                number += 1
-                if len(kept) < KEEP_LINES:
-                    kept.append(line)
+            parts = (text[:-1] if text.endswith("\n") else text).split("\n")
+            for i, line in enumerate(parts):
+                if not (i == 0 and continues):
+                    number += 1
+                    if len(kept) < KEEP_LINES:
+                        kept.append(line[:MAX_LINE])
                 yield from self._pieces(number, line)
+            continues = not ends_line
         if pending:
-            number += 1
-            line = self._decode(pending).rstrip("\n")
-            for part in line.split("\n"):
-                if len(kept) < KEEP_LINES:
-                    kept.append(part)
-                yield from self._pieces(number, part)
+            text = self._decode(pending)
+            for i, line in enumerate(text.split("\n")):
+                if not (i == 0 and continues):
+                    number += 1
+                    if len(kept) < KEEP_LINES:
+                        kept.append(line[:MAX_LINE])
+                yield from self._pieces(number, line)
         self.text.total_lines = number
         self.text.truncated = number > len(kept)
 

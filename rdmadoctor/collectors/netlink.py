@@ -1,0 +1,228 @@
+"""Interfaces, addresses, routes, neighbours and the route to the peer, through rtnetlink (pyroute2).
+
+Read-only kernel queries, no packets sent (`route get` asks the kernel's FIB). Works as non-root. Without
+pyroute2, or when reading a fixture tree, the links come from /sys/class/net and the rest is listed as
+unreadable. pyroute2 0.7.2 (Debian 12) to 0.9.x: dumps are read through list(), attributes through
+msg.get(); the sync IPRoute is only used in this collector's own thread (0.9's sync wrapper refuses to run
+inside a running asyncio loop), and never with netns= (which would create a namespace).
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any, Dict, List, Optional
+
+from rdmadoctor.collectors.base import CollectContext, Unavailable
+
+NAME = "netlink"
+TIMEOUT = 15.0
+
+NUD = {0: "none", 1: "incomplete", 2: "reachable", 4: "stale", 8: "delay", 16: "probe", 32: "failed",
+       64: "noarp", 128: "permanent"}
+RTN_TYPE = {0: "unspec", 1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast",
+            6: "blackhole", 7: "unreachable", 8: "prohibit", 9: "throw", 10: "nat", 11: "xresolve"}
+RT_SCOPE = {0: "universe", 200: "site", 253: "link", 254: "host", 255: "nowhere"}
+RT_PROTO = {0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static", 16: "dhcp", 186: "bgp",
+            188: "ospf", 9: "ra"}
+IFF_UP = 0x1
+RT_TABLE_MAIN = 254
+
+
+PREFIX = {"ifinfmsg": "IFLA_", "ifaddrmsg": "IFA_", "rtmsg": "RTA_", "ndmsg": "NDA_"}
+
+
+def _get(msg: Any, name: str) -> Any:
+    """An NLA by its short name, through get_attr('RTA_OIF') (works from 0.7.2 to 0.9.x; msg.get('oif') does
+    not resolve route attributes in 0.7.2)."""
+    prefix = PREFIX.get(type(msg).__name__)
+    if prefix:
+        try:
+            value = msg.get_attr(prefix + name.upper())
+            if value is not None:
+                return value
+        except Exception:    # noqa: BLE001
+            pass
+    try:
+        return msg.get(name)
+    except Exception:        # noqa: BLE001 - pyroute2 raises on odd NLA names in some versions
+        return None
+
+
+def _attr(msg: Any, nla: str) -> Any:
+    try:
+        return msg.get_attr(nla)
+    except Exception:        # noqa: BLE001
+        return None
+
+
+def _kind(link: Any) -> Optional[str]:
+    info = _attr(link, "IFLA_LINKINFO")
+    if info is None:
+        return None
+    try:
+        return info.get_attr("IFLA_INFO_KIND")
+    except Exception:        # noqa: BLE001
+        return None
+
+
+def sysfs_links(ctx: CollectContext) -> List[Dict[str, Any]]:
+    out = []
+    for name in ctx.listdir("/sys/class/net"):
+        base = f"/sys/class/net/{name}"
+        flags = ctx.read_text(f"{base}/flags")
+        try:
+            flag_bits = int(flags, 16) if flags else None
+        except ValueError:
+            flag_bits = None
+        carrier = ctx.read_text(f"{base}/carrier")
+        out.append({"index": ctx.read_int(f"{base}/ifindex"), "ifname": name,
+                    "operstate": (ctx.read_text(f"{base}/operstate") or "").upper() or None,
+                    "admin_up": bool(flag_bits & IFF_UP) if flag_bits is not None else None,
+                    "carrier": int(carrier) if carrier and carrier.isdigit() else None,
+                    "mtu": ctx.read_int(f"{base}/mtu"), "kind": None,
+                    "address": ctx.read_text(f"{base}/address"),
+                    "master": ctx.link_name(f"{base}/master")})
+    return sorted(out, key=lambda l: (l["index"] is None, l["index"] or 0))
+
+
+def _links(ipr: Any) -> List[Dict[str, Any]]:
+    links = list(ipr.get_links())
+    names = {l["index"]: _get(l, "ifname") for l in links}
+    out = []
+    for l in links:
+        master = _get(l, "master")
+        out.append({"index": l["index"], "ifname": _get(l, "ifname"), "operstate": _get(l, "operstate"),
+                    "admin_up": bool(l["flags"] & IFF_UP), "carrier": _get(l, "carrier"),
+                    "mtu": _get(l, "mtu"), "kind": _kind(l), "address": _get(l, "address"),
+                    "master": names.get(master) if master else None})
+    return out
+
+
+def _addresses(ipr: Any, names: Dict[int, str]) -> List[Dict[str, Any]]:
+    out = []
+    for a in ipr.get_addr():
+        fam = 4 if a["family"] == socket.AF_INET else 6
+        out.append({"ifname": names.get(a["index"]), "index": a["index"], "family": fam,
+                    "address": _get(a, "address"), "prefixlen": a["prefixlen"],
+                    "scope": RT_SCOPE.get(a["scope"], a["scope"])})
+    return out
+
+
+def _route_table(r: Any) -> Optional[int]:
+    table = _attr(r, "RTA_TABLE")
+    return table if table is not None else r["table"]
+
+
+def _routes(ipr: Any, names: Dict[int, str]) -> List[Dict[str, Any]]:
+    out = []
+    for fam in (socket.AF_INET, socket.AF_INET6):
+        try:
+            routes = list(ipr.get_routes(family=fam))
+        except Exception:    # noqa: BLE001 - no IPv6 in this kernel
+            continue
+        for r in routes:
+            if _route_table(r) != RT_TABLE_MAIN:
+                continue
+            dst = _get(r, "dst")
+            oif = _get(r, "oif")
+            out.append({"family": 4 if fam == socket.AF_INET else 6,
+                        "dst": f"{dst}/{r['dst_len']}" if dst else "default",
+                        "gateway": _get(r, "gateway"), "oif": oif, "ifname": names.get(oif),
+                        "prefsrc": _get(r, "prefsrc"), "type": RTN_TYPE.get(r["type"], r["type"]),
+                        "proto": RT_PROTO.get(r["proto"], r["proto"]),
+                        "scope": RT_SCOPE.get(r["scope"], r["scope"]), "metric": _get(r, "priority")})
+    return out
+
+
+def _neighbours(ipr: Any, names: Dict[int, str]) -> List[Dict[str, Any]]:
+    out = []
+    for n in ipr.get_neighbours():
+        out.append({"ifname": names.get(n["ifindex"]), "index": n["ifindex"], "dst": _get(n, "dst"),
+                    "lladdr": _get(n, "lladdr"), "state": NUD.get(n["state"], n["state"])})
+    return out
+
+
+def _peer(ipr: Any, peer: str, names: Dict[int, str], neighbours: List[Dict[str, Any]]) -> Dict[str, Any]:
+    from pyroute2 import NetlinkError
+    out: Dict[str, Any] = {"address": peer}
+    try:
+        addr = ipaddress.ip_address(peer)
+    except ValueError:
+        out["route"] = {"error": f"not an IP address: {peer!r}"}
+        return out
+    try:
+        r = list(ipr.route("get", dst=str(addr)))[0]
+    except NetlinkError as exc:
+        out["route"] = {"error": f"{exc.code}: {exc.args[1] if len(exc.args) > 1 else exc}", "errno": exc.code}
+        return out
+    oif = _get(r, "oif")
+    gw = _get(r, "gateway")
+    out["route"] = {"oif": oif, "ifname": names.get(oif), "src": _get(r, "prefsrc"), "gateway": gw,
+                    "type": RTN_TYPE.get(r["type"], r["type"]), "error": None}
+    hop = gw or str(addr)
+    found = [n for n in neighbours if n["dst"] and n["index"] == oif and _same_ip(n["dst"], hop)]
+    out["neighbour"] = ({"dst": hop, "state": found[0]["state"], "lladdr": found[0]["lladdr"]} if found
+                        else {"dst": hop, "state": "absent", "lladdr": None})
+    return out
+
+
+def _same_ip(a: str, b: str) -> bool:
+    try:
+        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
+    except ValueError:
+        return a == b
+
+
+def collect(ctx: CollectContext) -> Dict[str, Any]:
+    if not ctx.live:
+        links = sysfs_links(ctx)
+        if not links:
+            raise Unavailable("not read: a saved tree without /sys/class/net")
+        ctx.source = "sysfs"
+        for what in ("addresses", "routes", "neighbours"):
+            ctx.unreadable(what, "needs rtnetlink on the live host (saved tree: only /sys/class/net)")
+        return {"links": links, "addresses": None, "routes": None, "neighbours": None}
+    try:
+        from pyroute2 import IPRoute
+        import pyroute2
+    except ImportError as exc:
+        links = sysfs_links(ctx)
+        if not links:
+            raise Unavailable(f"pyroute2 is not installed ({exc}) and /sys/class/net is unreadable")
+        ctx.source = "sysfs"
+        for what in ("addresses", "routes", "neighbours", "peer route"):
+            ctx.unreadable(what, f"pyroute2 is not installed: {exc}")
+        return {"links": links, "addresses": None, "routes": None, "neighbours": None}
+    version = getattr(pyroute2, "__version__", None)
+    if version in (None, "unknown"):                # Debian's 0.7.2 package says "unknown"
+        try:
+            from importlib import metadata
+            version = metadata.version("pyroute2")
+        except Exception:    # noqa: BLE001
+            pass
+    data: Dict[str, Any] = {"pyroute2": version}
+    try:
+        ipr = IPRoute()
+    except Exception as exc:     # noqa: BLE001 - EPERM in a sandbox, no AF_NETLINK off Linux, loop errors
+        raise Unavailable(f"cannot open rtnetlink: {type(exc).__name__}: {exc}")
+    try:
+        data["links"] = _links(ipr)
+        names = {l["index"]: l["ifname"] for l in data["links"]}
+        for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours)):
+            try:
+                data[key] = fn(ipr, names)
+            except Exception as exc:     # noqa: BLE001
+                data[key] = None
+                ctx.unreadable(key, f"{type(exc).__name__}: {exc}")
+        if ctx.peer:
+            try:
+                data["peer"] = _peer(ipr, ctx.peer, names, data.get("neighbours") or [])
+            except Exception as exc:     # noqa: BLE001
+                ctx.unreadable("peer route", f"{type(exc).__name__}: {exc}")
+    finally:
+        try:
+            ipr.close()
+        except Exception:                # noqa: BLE001
+            pass
+    ctx.source = "rtnetlink (pyroute2)"
+    return data

@@ -1,0 +1,504 @@
+"""Three-valued "would a NEW inbound packet be accepted?" over `nft -j list ruleset` (and iptables-save).
+
+Adapted from the evaluator sketch in the project's API notes (Appendix A), with these semantics:
+  * every base chain on the path runs, ordered by hook (netdev ingress, prerouting, input) then priority;
+    `accept` ends only that base chain, `drop`/`reject` anywhere is final, a base chain's policy applies
+    when its rules fall through or `return`;
+  * `jump` returns to the caller, `goto` does not;
+  * anything not modelled (xt matches, limit, fib, bitwise, concatenations, queue, ...) before a verdict
+    makes that rule's outcome `unknown`; a later concrete drop in another base chain still drops (an
+    unknown can only have accepted, dropped or passed the packet on), unless a NAT rule may have
+    rewritten the packet before it;
+  * only claim `drop` on a concrete drop/reject/policy; only claim `accept` when nothing on the way was
+    unknown.
+Packets are judged as the first packet of a connection (ct state new). Unknown packet fields (source not
+given, local address unknown, ingress interface unknown) are unknown, never guessed.
+"""
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import shlex
+from typing import Any, Dict, List, Optional, Tuple
+
+UNKNOWN = "unknown"
+VERDICTS = ("accept", "drop", "reject", "jump", "goto", "return", "queue", "continue")
+NOOPS = ("counter", "log", "notrack", "mangle", "set", "ct helper", "meta", "tproxy", "synproxy", "ct timeout",
+         "ct expectation", "dup", "fwd", "quota-noop")
+NAT = ("dnat", "snat", "masquerade", "redirect")
+HOOK_ORDER = {"ingress": 0, "prerouting": 1, "input": 2}
+L4 = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "132": "sctp", "136": "udplite",
+      "icmpv6": "ipv6-icmp"}
+MAX_DEPTH = 16
+
+
+def _l4(v: Any) -> Any:
+    return L4.get(str(v), v)
+
+
+class Packet:
+    def __init__(self, proto: str, dport: int, src: Optional[str] = None, dst: Optional[str] = None,
+                 iif: Optional[str] = None, sport: Optional[int] = None, family: Optional[int] = None):
+        self.l4, self.dport, self.sport, self.iif = proto, dport, sport, iif
+        self.src, self.dst = src, dst
+        self.ipver = family or (ipaddress.ip_address(src).version if src else
+                                ipaddress.ip_address(dst).version if dst else 4)
+
+    def describe(self) -> str:
+        return f"{self.l4}/{self.dport} from {self.src or 'any source'} (IPv{self.ipver})"
+
+
+def _value(left: Any, pkt: Packet) -> Any:
+    """The packet's value for `left`; None = header absent (the match is false); UNKNOWN = not modelled."""
+    if not isinstance(left, dict):
+        return UNKNOWN
+    if "payload" in left:
+        proto, field = left["payload"].get("protocol"), left["payload"].get("field")
+        if proto in ("ip", "ip6"):
+            if (proto == "ip") != (pkt.ipver == 4):
+                return None
+            if field == "saddr":
+                return pkt.src if pkt.src else UNKNOWN
+            if field == "daddr":
+                return pkt.dst if pkt.dst else UNKNOWN
+            if field in ("protocol", "nexthdr"):
+                return pkt.l4
+            return UNKNOWN
+        if proto in ("tcp", "udp"):
+            if proto != pkt.l4:
+                return None
+            if field == "dport":
+                return pkt.dport
+            if field == "sport":
+                return pkt.sport if pkt.sport is not None else UNKNOWN
+            return UNKNOWN
+        if proto == "th":
+            if pkt.l4 not in ("tcp", "udp"):
+                return None
+            return pkt.dport if field == "dport" else UNKNOWN
+        if proto in ("icmp", "icmpv6", "sctp", "dccp", "ah", "esp", "comp", "udplite", "arp", "vlan", "ether"):
+            return None if proto not in ("ether", "vlan") else UNKNOWN
+        return UNKNOWN
+    if "meta" in left:
+        k = left["meta"].get("key")
+        if k == "l4proto":
+            return pkt.l4
+        if k == "nfproto":
+            return "ipv4" if pkt.ipver == 4 else "ipv6"
+        if k == "protocol":
+            return "ip" if pkt.ipver == 4 else "ip6"
+        if k in ("iif", "iifname"):
+            return pkt.iif if pkt.iif else UNKNOWN
+        return UNKNOWN
+    if "ct" in left:
+        if left["ct"].get("key") == "state" and "dir" not in left["ct"]:
+            return "new"
+        return UNKNOWN
+    return UNKNOWN
+
+
+def _eq(v: Any, r: Any) -> Any:
+    if isinstance(r, (dict, list)):
+        return UNKNOWN
+    if isinstance(v, str) and isinstance(r, str):
+        try:
+            return ipaddress.ip_address(v) == ipaddress.ip_address(r)
+        except ValueError:
+            if "*" in r:
+                return fnmatch.fnmatchcase(v, r)
+            return _l4(v) == _l4(r)
+    if isinstance(v, int) and isinstance(r, int):
+        return v == r
+    return _l4(v) == _l4(r)
+
+
+def _in(v: Any, right: Any, tbl: Tuple[str, str], sets: Dict) -> Any:
+    if isinstance(right, str) and right.startswith("@"):
+        s = sets.get((tbl[0], tbl[1], right[1:]))
+        if s is None:
+            return UNKNOWN
+        if "elem" not in s:
+            return False if not s.get("flags") or "dynamic" not in s.get("flags", []) else UNKNOWN
+        return _in(v, {"set": s.get("elem", [])}, tbl, sets)
+    if isinstance(right, dict) and "set" in right:
+        res = [_in(v, e, tbl, sets) for e in right["set"]]
+        return True if True in res else (UNKNOWN if UNKNOWN in res else False)
+    if isinstance(right, list):                              # ct state ["established", "related"]
+        res = [_in(v, e, tbl, sets) for e in right]
+        return True if True in res else (UNKNOWN if UNKNOWN in res else False)
+    if isinstance(right, dict) and "elem" in right:
+        return _in(v, right["elem"].get("val"), tbl, sets)
+    if isinstance(right, dict) and "prefix" in right:
+        try:
+            net = ipaddress.ip_network(f"{right['prefix']['addr']}/{right['prefix']['len']}", strict=False)
+            return ipaddress.ip_address(v) in net
+        except (ValueError, TypeError, KeyError):
+            return UNKNOWN
+    if isinstance(right, dict) and "range" in right:
+        lo, hi = right["range"]
+        try:
+            if isinstance(v, int):
+                return int(lo) <= v <= int(hi)
+            return ipaddress.ip_address(lo) <= ipaddress.ip_address(v) <= ipaddress.ip_address(hi)
+        except (ValueError, TypeError):
+            return UNKNOWN
+    if isinstance(right, dict):
+        return UNKNOWN                                       # concatenations, expressions
+    return _eq(v, right)
+
+
+def _match(m: Dict[str, Any], pkt: Packet, tbl: Tuple[str, str], sets: Dict) -> Any:
+    left, right, op = m.get("left"), m.get("right"), m.get("op", "==")
+    if isinstance(left, dict) and "meta" in left and left["meta"].get("key") in ("iif", "iifname") \
+            and not pkt.iif:
+        if right == "lo":
+            return op == "!="                                # a remote packet never arrives on lo
+        return UNKNOWN
+    v = _value(left, pkt)
+    if v is None:
+        return False
+    if v is UNKNOWN:
+        return UNKNOWN
+    if op in ("<", ">", "<=", ">="):
+        if not isinstance(v, int) or not isinstance(right, int):
+            return UNKNOWN
+        return {"<": v < right, ">": v > right, "<=": v <= right, ">=": v >= right}[op]
+    if op not in ("==", "!=", "in"):
+        return UNKNOWN
+    r = _in(v, right, tbl, sets)
+    if r is UNKNOWN:
+        return UNKNOWN
+    return (not r) if op == "!=" else r
+
+
+class Ruleset:
+    def __init__(self, objs: List[Dict[str, Any]], label: str = ""):
+        self.label = label                                   # "" for nft, "iptables-legacy" for legacy
+        self.chains: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+        self.rules: Dict[Tuple[str, str, str], List[Dict[str, Any]]] = {}
+        self.sets: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+        self.rule_count = 0
+        for o in objs:
+            if "chain" in o:
+                c = o["chain"]
+                self.chains[(c["family"], c["table"], c["name"])] = c
+            elif "rule" in o:
+                r = o["rule"]
+                self.rules.setdefault((r["family"], r["table"], r["chain"]), []).append(r)
+                self.rule_count += 1
+            elif "set" in o or "map" in o:
+                s = o.get("set") or o.get("map")
+                self.sets[(s["family"], s["table"], s["name"])] = s
+
+    def where(self, key: Tuple[str, str, str], rule: Optional[Dict[str, Any]] = None) -> str:
+        prefix = f"{self.label} " if self.label else ""
+        if rule is None:
+            return f"{prefix}{key[0]} {key[1]} {key[2]}"
+        ref = rule.get("comment_ref") or f"handle {rule.get('handle')}"
+        return f"{prefix}{key[0]} {key[1]} {key[2]} {ref}"
+
+    # -- one chain ------------------------------------------------------------------------------------
+    def run_chain(self, key: Tuple[str, str, str], pkt: Packet, nat: bool, depth: int = 0) -> Tuple[str, str]:
+        """('accept'|'drop'|'unknown'|'return'|'continue'|'rewrite', where)."""
+        if depth > MAX_DEPTH:
+            return UNKNOWN, f"jumps nested deeper than {MAX_DEPTH} at {self.where(key)}"
+        for r in self.rules.get(key, []):
+            where = self.where(key, r)
+            outcome = self._rule(r, key, where, pkt, nat, depth)
+            if outcome is not None:
+                return outcome
+        return "continue", self.where(key)
+
+    def _rule(self, r: Dict[str, Any], key, where: str, pkt: Packet, nat: bool, depth: int):
+        state: Any = True
+        tbl = (key[0], key[1])
+        for e in r.get("expr", []):
+            if not isinstance(e, dict) or len(e) != 1:
+                state = UNKNOWN
+                continue
+            (kind, arg), = e.items()
+            if kind == "match":
+                res = _match(arg, pkt, tbl, self.sets)
+                if res is False:
+                    return None
+                if res is UNKNOWN:
+                    state = UNKNOWN
+            elif kind == "xt":
+                if (arg or {}).get("type") == "target":
+                    return UNKNOWN, f"xt target {arg.get('name')} at {where}"
+                state = UNKNOWN
+            elif kind == "vmap":
+                v = _value(arg.get("key"), pkt)
+                if v is None:
+                    return None
+                hit = None
+                for k, verdict in (arg.get("data") or {}).get("set", []):
+                    res = _in(v, k, tbl, self.sets) if v is not UNKNOWN else UNKNOWN
+                    if res is UNKNOWN:
+                        return UNKNOWN, f"cannot evaluate the verdict map at {where}"
+                    if res:
+                        hit = verdict
+                        break
+                if hit is None:
+                    return None
+                if state is UNKNOWN:
+                    return UNKNOWN, f"cannot evaluate the rule before the verdict map at {where}"
+                (verb, varg), = hit.items()
+                return self._apply(verb, varg, key, where, pkt, nat, depth, certain=True)
+            elif kind in VERDICTS:
+                return self._apply(kind, arg, key, where, pkt, nat, depth, certain=state is True)
+            elif kind in NAT:
+                if nat:
+                    return "rewrite", f"{kind} at {where}" + ("" if state is True else " (may match)")
+                state = UNKNOWN
+            elif kind in NOOPS:
+                continue
+            else:
+                state = UNKNOWN                                  # limit, quota, ct count, fib, ...
+        return None
+
+    def _apply(self, verb: str, arg: Any, key, where: str, pkt: Packet, nat: bool, depth: int, certain: bool):
+        if verb in ("jump", "goto"):
+            target = (key[0], key[1], (arg or {}).get("target"))
+            v, why = self.run_chain(target, pkt, nat, depth + 1)
+            if v in ("continue", "return"):
+                if verb == "jump":
+                    return None                                  # back in the caller, whether or not it matched
+                return ("return", why) if certain else (UNKNOWN, f"cannot evaluate the rule ending in goto at {where}")
+            if not certain:
+                return UNKNOWN, f"cannot evaluate the rule ending in {verb} at {where} (its chain ends in {v}: {why})"
+            return v, why
+        if not certain:
+            return UNKNOWN, f"cannot evaluate the rule ending in {verb} at {where}"
+        if verb == "reject":
+            return "drop", f"reject at {where}"
+        if verb == "queue":
+            return UNKNOWN, f"queue to user space at {where}"
+        if verb == "continue":
+            return None
+        return verb, where                                       # accept / drop / return
+
+    # -- the whole path ------------------------------------------------------------------------------
+    def base_chains(self, pkt: Packet) -> List[Dict[str, Any]]:
+        fams = {"inet", "ip" if pkt.ipver == 4 else "ip6"}
+        out = []
+        for c in self.chains.values():
+            if c.get("hook") not in HOOK_ORDER or c.get("type") not in ("filter", "nat"):
+                continue
+            if c.get("type") == "nat" and c.get("hook") != "prerouting":
+                continue
+            if c["family"] == "netdev":
+                devs = c.get("dev", [])
+                devs = devs if isinstance(devs, list) else [devs]
+                if pkt.iif and pkt.iif not in devs:
+                    continue
+                if not pkt.iif:                               # applies only if the packet arrives there
+                    out.append(dict(c, _maybe=", ".join(devs)))
+                    continue
+            elif c["family"] not in fams:
+                continue
+            out.append(c)
+        out.sort(key=lambda c: (HOOK_ORDER[c["hook"]], _prio(c.get("prio", 0))))
+        return out
+
+
+def _prio(p: Any) -> int:
+    named = {"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50, "srcnat": 100}
+    if isinstance(p, int):
+        return p
+    return named.get(str(p), 0)
+
+
+def evaluate(rulesets: List[Ruleset], pkt: Packet) -> Dict[str, Any]:
+    """{'verdict': 'accept'|'drop'|'unknown', 'rule', 'why', 'trail': [...]} for one packet."""
+    chains: List[Tuple[Ruleset, Dict[str, Any]]] = []
+    for rs in rulesets:
+        chains.extend((rs, c) for c in rs.base_chains(pkt))
+    chains.sort(key=lambda rc: (HOOK_ORDER[rc[1]["hook"]], _prio(rc[1].get("prio", 0))))
+    trail: List[Dict[str, Any]] = []
+    unknown: Optional[Tuple[str, str]] = None
+    rewritten: Optional[str] = None
+    for rs, c in chains:
+        key = (c["family"], c["table"], c["name"])
+        nat = c.get("type") == "nat"
+        v, at = rs.run_chain(key, pkt, nat)
+        if v in ("continue", "return"):
+            policy = c.get("policy", "accept")
+            v, at = policy, f"policy {policy} of {rs.where(key)}"
+        if v == "reject":
+            v = "drop"
+        if c.get("_maybe") and v in ("drop", "rewrite"):
+            v, at = UNKNOWN, f"{at} (only for packets arriving on {c['_maybe']}; the ingress interface is unknown)"
+        trail.append({"chain": rs.where(key), "verdict": v, "at": at})
+        if v == "rewrite":
+            rewritten = rewritten or at
+            unknown = unknown or (at, f"NAT may rewrite the packet ({at})")
+        elif v == "drop":
+            if rewritten:
+                return _result(UNKNOWN, at, f"{at} would drop it, but NAT may have rewritten the packet first "
+                                            f"({rewritten})", trail)
+            return _result("drop", at, _drop_text(at), trail)
+        elif v == UNKNOWN:
+            unknown = unknown or (at, at)
+            if "queue" in at:
+                rewritten = rewritten or at
+    if unknown:
+        return _result(UNKNOWN, unknown[0], unknown[1], trail)
+    last = trail[-1]["at"] if trail else "no base chain on the input path"
+    return _result("accept", last, "accepted" + (f" ({last})" if trail else ": no filtering chain applies"), trail)
+
+
+def _drop_text(at: str) -> str:
+    return at if at.startswith(("reject", "policy")) else f"drop at {at}"
+
+
+def _result(verdict: str, rule: str, why: str, trail: List[Dict[str, Any]]) -> Dict[str, Any]:
+    return {"verdict": verdict, "rule": rule, "why": why, "trail": trail}
+
+
+# -- iptables-save (legacy) -> the same object model --------------------------------------------------------
+
+LEGACY_BASE = {("filter", "INPUT"): ("input", 0), ("mangle", "PREROUTING"): ("prerouting", -150),
+               ("mangle", "INPUT"): ("input", -150), ("raw", "PREROUTING"): ("prerouting", -300),
+               ("security", "INPUT"): ("input", 50), ("nat", "PREROUTING"): ("prerouting", -100)}
+TERMINAL = {"ACCEPT": "accept", "DROP": "drop", "REJECT": "reject", "RETURN": "return"}
+
+
+def parse_iptables_save(text: str, family: str = "ip") -> List[Dict[str, Any]]:
+    """`iptables-save` text -> nft-JSON-like objects (chain/rule), unknown options as opaque xt matches."""
+    objs: List[Dict[str, Any]] = []
+    table = None
+    counts: Dict[Tuple[str, str], int] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("*"):
+            table = line[1:]
+            continue
+        if line == "COMMIT":
+            table = None
+            continue
+        if table is None:
+            continue
+        if line.startswith(":"):
+            parts = line[1:].split()
+            name, policy = parts[0], parts[1] if len(parts) > 1 else "-"
+            c: Dict[str, Any] = {"family": family, "table": table, "name": name}
+            if (table, name) in LEGACY_BASE:
+                hook, prio = LEGACY_BASE[(table, name)]
+                c.update(hook=hook, prio=prio, type="nat" if table == "nat" else "filter",
+                         policy=policy.lower() if policy != "-" else "accept")
+            objs.append({"chain": c})
+            continue
+        if line.startswith("-A "):
+            try:
+                argv = shlex.split(line)
+            except ValueError:
+                argv = line.split()
+            chain = argv[1]
+            counts[(table, chain)] = counts.get((table, chain), 0) + 1
+            n = counts[(table, chain)]
+            declared = {o["chain"]["name"] for o in objs if "chain" in o and o["chain"]["table"] == table}
+            objs.append({"rule": {"family": family, "table": table, "chain": chain, "handle": n,
+                                  "comment_ref": f"rule {n}", "text": line,
+                                  "expr": _legacy_expr(argv[2:], family, declared)}})
+    return objs
+
+
+def _legacy_expr(argv: List[str], family: str, chains: Any = ()) -> List[Dict[str, Any]]:
+    expr: List[Dict[str, Any]] = []
+    proto = None
+    neg = False
+    i = 0
+    ipf = "ip" if family == "ip" else "ip6"
+
+    def match(left, right, negate):
+        return {"match": {"op": "!=" if negate else "==", "left": left, "right": right}}
+
+    def ports(spec: str) -> Any:
+        items = []
+        for part in spec.split(","):
+            if ":" in part:
+                lo, hi = part.split(":", 1)
+                items.append({"range": [int(lo or 0), int(hi or 65535)]})
+            else:
+                items.append(int(part))
+        return items[0] if len(items) == 1 else {"set": items}
+
+    verdict = None
+    while i < len(argv):
+        a = argv[i]
+        val = argv[i + 1] if i + 1 < len(argv) else ""
+        if a == "!":
+            neg = True
+            i += 1
+            continue
+        try:
+            if a in ("-p", "--protocol"):
+                proto = _l4(val.lower())
+                expr.append(match({"meta": {"key": "l4proto"}}, proto, neg))
+                i += 2
+            elif a in ("-s", "--source", "-d", "--destination"):
+                field = "saddr" if a in ("-s", "--source") else "daddr"
+                nets = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}}
+                        for n in (ipaddress.ip_network(x, strict=False) for x in val.split(","))]
+                expr.append(match({"payload": {"protocol": ipf, "field": field}},
+                                  nets[0] if len(nets) == 1 else {"set": nets}, neg))
+                i += 2
+            elif a in ("-i", "--in-interface"):
+                expr.append(match({"meta": {"key": "iifname"}}, val.replace("+", "*"), neg))
+                i += 2
+            elif a in ("--dport", "--destination-port", "--sport", "--source-port", "--dports", "--sports",
+                       "--destination-ports", "--source-ports"):
+                field = "dport" if "d" in a.lstrip("-")[:1] else "sport"
+                if proto not in ("tcp", "udp"):
+                    expr.append({"xt": {"type": "match", "name": a}})
+                else:
+                    expr.append(match({"payload": {"protocol": proto, "field": field}}, ports(val), neg))
+                i += 2
+            elif a == "-m":
+                if val in ("tcp", "udp", "multiport", "comment", "state", "conntrack"):
+                    i += 2
+                    if val == "comment":
+                        i += 2 if i < len(argv) and argv[i] == "--comment" else 0
+                else:
+                    expr.append({"xt": {"type": "match", "name": val}})
+                    i += 2
+            elif a in ("--state", "--ctstate"):
+                states = [s.lower() for s in val.split(",")]
+                expr.append(match({"ct": {"key": "state"}}, states, neg))
+                i += 2
+            elif a in ("-j", "--jump", "-g", "--goto"):
+                target = val
+                if target in TERMINAL:
+                    verdict = {TERMINAL[target]: None}
+                elif target == "LOG":
+                    verdict = None
+                    expr.append({"log": {}})
+                elif target in chains:
+                    verdict = {"jump" if a in ("-j", "--jump") else "goto": {"target": target}}
+                else:
+                    verdict = {"xt_target": target}
+                i += 2
+                # target options (--reject-with ...) follow; they do not change the verdict
+                while i < len(argv) and argv[i].startswith("--"):
+                    i += 2
+            else:
+                expr.append({"xt": {"type": "match", "name": a}})
+                i += 1
+                while i < len(argv) and not argv[i].startswith("-") and argv[i] != "!":
+                    i += 1
+        except (ValueError, IndexError):
+            expr.append({"xt": {"type": "match", "name": a}})
+            i += 2
+        neg = False
+    if verdict is not None:
+        if "xt_target" in verdict:
+            if verdict["xt_target"] in ("DNAT", "REDIRECT"):
+                expr.append({"dnat": {}})
+            else:
+                expr.append({"xt": {"type": "target", "name": verdict["xt_target"]}})
+        else:
+            expr.append(verdict)
+    return expr

@@ -1,0 +1,76 @@
+"""The command line's contract: exit codes, stdin, JSON schema, errors that lose nothing."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "fixtures" / "handwritten" / "seed-qp-mismatch"
+
+
+def run(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "rdmadoctor", *args], input=stdin, capture_output=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_version_and_help_on_every_command():
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.decode().startswith("rdmadoctor ")
+    for cmd in ([], ["explain"], ["rules"], ["rules", "list"], ["rules", "show"]):
+        result = run(*cmd, "--help")
+        assert result.returncode == 0, cmd
+        assert b"Usage:" in result.stdout
+
+
+def test_explain_failure_exit_code_and_json_schema():
+    out = run("explain", "--json", str(SEED / "server.log"), str(SEED / "client.log"))
+    assert out.returncode == 2
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "rdmadoctor/1"
+    assert doc["verdict"]["status"] == "failure" and doc["verdict"]["cause"] == "qp-count-mismatch"
+    finding = doc["findings"][0]
+    for key in ("rule", "cause", "severity", "title", "evidence", "fix"):
+        assert key in finding
+    assert "--qp=10" in doc["verdict"]["fix"]
+
+
+def test_explain_reads_stdin():
+    out = run("explain", "--json", "-", stdin=(SEED / "client-only-error.log").read_bytes())
+    assert out.returncode == 3
+    doc = json.loads(out.stdout)
+    assert doc["verdict"]["status"] == "unknown"
+    assert "qp-count-mismatch" in doc["verdict"]["candidates"]
+    assert any("other side" in step for step in doc["verdict"]["next_steps"])
+
+
+def test_healthy_run_exits_zero(tmp_path):
+    log = tmp_path / "ok.log"
+    log.write_text((ROOT / "tests" / "data" / "healthy-write-bw.log").read_text())
+    out = run("explain", str(log))
+    assert out.returncode == 0, out.stdout.decode()
+    assert b"OK" in out.stdout
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["explain", "/nonexistent/x.log"], 3, b"No such file"),
+    (["explain", "."], 3, b"is a directory"),
+    (["explain", "--bogus", "x"], 64, b"No such option"),
+    (["explain"], 64, b"Missing argument"),
+    (["explain", "--link-rate", "fast", "x.log"], 64, b"not a link rate"),
+    (["rules", "show", "PT-NOPE"], 64, b"no rule"),
+])
+def test_bad_invocations_and_unreadable_inputs(args, code, message):
+    out = run(*args)
+    assert out.returncode == code, out.stderr
+    assert message in out.stderr
+
+
+def test_link_rate_judges_a_successful_run(tmp_path):
+    out = run("explain", "--json", "--link-rate", "100G", str(ROOT / "tests" / "data" / "healthy-write-bw.log"))
+    doc = json.loads(out.stdout)
+    rules = {f["rule"]: f for f in doc["findings"]}
+    assert "PT-LINE-RATE-SMALL-MTU" in rules or "PT-LINE-RATE" in rules
+    assert out.returncode == 1
+    assert "of line rate" in json.dumps(doc["findings"])

@@ -1,0 +1,182 @@
+"""The log parser on the shapes real pastes take."""
+import io
+from pathlib import Path
+
+import pytest
+
+from rdmadoctor.logparse import parse_paths, parse_streams, parse_text
+from rdmadoctor.logparse.command import parse_command
+from rdmadoctor.logparse.lines import perftest_gid, side_label
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SEED = FIXTURES / "handwritten" / "seed-qp-mismatch"
+
+HEADER_TRIXIE = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ PCIe relax order: OFF\t\tLock-free      : OFF
+ ibv_wr* API     : OFF\t\tUsing DDP      : OFF
+ TX depth        : 128
+ CQ Moderation   : 1
+ CQE Poll Batch  : Dynamic
+ Mtu             : 1024[B]
+ Link type       : Ethernet
+ GID index       : 1
+ Max inline data : 0[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+"""
+
+
+def test_seed_two_files_sides_header_and_garbage_row():
+    parsed = parse_paths([str(SEED / "server.log"), str(SEED / "client.log")])
+    server, client = parsed.runs
+    assert (server.side, client.side) == ("server", "client")
+    assert server.header["num_qps"].value == "1" and client.header["num_qps"].value == "10"
+    assert server.header["num_qps"].line == 9
+    assert client.command.options == {"ib-dev": "mlx5_0", "qp": "10"}
+    assert client.command.host == "192.168.100.1"
+    assert server.results[0].size == 3472328296395452464
+    assert [a.gid for a in server.addresses] == ["::ffff:192.168.100.1", "::ffff:192.168.100.2"]
+    # the client's error was flattened into one line: three messages, one line number
+    assert [(m.id, m.line) for m in client.messages] == [("X06", 18), ("X08", 18), ("X02", 18)]
+    assert parsed.sources[1].flattened == 1
+
+
+def test_both_sides_in_one_paste_with_separators_and_crlf():
+    server = (SEED / "server.log").read_text()
+    client = (SEED / "client.log").read_text()
+    paste = "===== SERVER =====\n" + server + "\n===== CLIENT =====\n" + client
+    parsed = parse_text(paste.replace("\n", "\r\n"))
+    assert [r.side for r in parsed.runs] == ["server", "client"]
+    assert parsed.runs[0].label.lower() == "server"
+    assert parsed.runs[1].header["num_qps"].value == "10"
+
+
+def test_both_sides_without_separators_or_commands():
+    server = "\n".join(l for l in (SEED / "server.log").read_text().splitlines() if not l.startswith("[root"))
+    client = "\n".join((SEED / "client.log").read_text().splitlines()[1:])
+    parsed = parse_text(server + "\n" + client)
+    assert [r.side for r in parsed.runs] == ["server", "client"]
+    assert parsed.runs[0].side_reason.startswith("prints")
+
+
+def test_ansi_colour_nul_bytes_and_invalid_utf8_are_cleaned():
+    raw = (b"\x1b[31mCouldn't connect to 192.0.2.1:18515\x1b[0m\r\n\x00\x01Unable to open file descriptor "
+           b"for socket connection\xff\xfe\n Unable to init the socket connection\n")
+    parsed = parse_streams([("x.log", io.BytesIO(raw))])
+    run = parsed.runs[0]
+    assert [m.id for m in run.messages] == ["C02", "C02", "C02"]
+    assert run.messages[0].fields == {"host": "192.0.2.1", "port": "18515", "phase": "connect"}
+    assert run.side == "client"
+    assert parsed.sources[0].decode_errors > 0
+
+
+def test_smart_quotes_and_prompt_side_labels():
+    paste = ("server$ ib_write_bw --ib-dev=mlx5_1\n"
+             "client$ ib_write_bw --ib-dev=mlx5_0 192.168.100.1 --qp=10\n"
+             "ethernet_read_keys: Couldn\u2019t read remote address\n")
+    parsed = parse_text(paste)
+    assert [r.side for r in parsed.runs] == ["server", "client"]
+    assert parsed.runs[1].messages[0].id == "X06"
+
+
+def test_flattened_header_addresses_and_results_in_one_line():
+    lines = HEADER_TRIXIE.splitlines() + [
+        " local address: LID 0000 QPN 0x0011 PSN 0xddc4e3 RKey 0x000202 VAddr 0x007f3706732000",
+        " GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:02",
+        " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]",
+        " 65536      5000             16.77              14.45  \t\t   0.000231"]
+    parsed = parse_text(" ".join(lines))
+    run = parsed.runs[0]
+    assert run.header["lock_free"].value == "OFF" and run.header["ddp"].value == "OFF"
+    assert run.test == {"verb": "RDMA_Write", "tst": "BW", "atomic": None, "bidirectional": False}
+    assert run.addresses[0].qpn == 0x11 and run.addresses[0].gid == "::ffff:192.0.2.2"
+    assert run.results[0].size == 65536 and run.results[0].unit == "MiB/sec"
+    assert run.results[0].values["bw_avg"] == pytest.approx(14.45)
+
+
+def test_latency_rows_and_duration_rows():
+    text = HEADER_TRIXIE.replace("RDMA_Write BW Test", "RDMA_Write Latency Test") + (
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+        "   99% percentile[usec]   99.9% percentile[usec] \n"
+        " 2       1000          0.98           3.61         1.01     \t       1.02        \t0.05   \t\t1.21"
+        "    \t\t3.61   \n")
+    run = parse_text(text).runs[0]
+    assert run.results[0].kind == "lat" and run.results[0].values["t_typical"] == pytest.approx(1.01)
+    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n 2       123456            1.10        901234.00\n")
+    assert dur.runs[0].results[0].kind == "lat_dur"
+
+
+def test_numbers_outside_a_result_table_are_not_rows():
+    run = parse_text("Couldn't connect to 192.0.2.1:18515\n12 34 56 78\n").runs[0]
+    assert run.results == []
+
+
+def test_completion_error_both_generations():
+    old = parse_text(" Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n")
+    new = parse_text(" Completion with error at client\n Failed status-transport retry counter exceeded (12): "
+                     "wr_id 0 syndrom 0x81\n scnt=128, ccnt=0\n")
+    for parsed, name in ((old, None), (new, "transport retry counter exceeded")):
+        m = [m for m in parsed.runs[0].messages if m.id == "T01S"][0]
+        assert m.fields["status"] == "12" and m.fields.get("status_name") == name
+        assert m.fields["syndrome"] == "0x81"
+
+
+def test_negotiation_mismatch_and_old_typo():
+    run = parse_text(" num_of_qps mismatch: local=1, remote=10\n Failed to negotiate parameters\n").runs[0]
+    assert run.messages[0].fields["field"] == "num_of_qps" and run.messages[0].fields["remote"] == "10"
+    old = parse_text(" Unable to read to socket/rdam_cm\n").runs[0]
+    assert old.side == "server" and old.messages[0].fields["gen"] == "<=5.92"
+
+
+def test_generated_catalogue_covers_uncurated_messages():
+    run = parse_text(" Failed to deallocate PD - Device or resource busy\n Couldn't login. err=5.\n").runs[0]
+    ids = [m.id for m in run.messages]
+    assert ids[0] == "O02"
+    assert ids[1] == "A:perftest_resources.c:ctx_open_device"
+
+
+@pytest.mark.parametrize("line,tool,options,host", [
+    ("ib_write_bw -d mlx5_0 --qp 10 -s4096 -aR 10.0.0.1", "ib_write_bw",
+     {"ib-dev": "mlx5_0", "qp": "10", "size": "4096", "all": True, "rdma_cm": True}, "10.0.0.1"),
+    ("sudo numactl -N 0 ./ib_send_lat --ib-dev=rxe0 -x 3", "ib_send_lat", {"ib-dev": "rxe0", "gid-index": "3"}, None),
+    ("$ /usr/bin/ib_read_bw --report_gb -F node2 2>&1 | tee out", "ib_read_bw",
+     {"report_gbits": True, "CPU-freq": True}, "node2"),
+    ("ib_atomic_bw -A FETCH_AND_ADD fe80::1%eth0 --ipv6-addr", "ib_atomic_bw",
+     {"atomic_type": "FETCH_AND_ADD", "ipv6-addr": True}, "fe80::1%eth0"),
+])
+def test_command_lines(line, tool, options, host):
+    parsed = parse_command(line)
+    assert parsed[0] == tool and parsed[2] == options and parsed[3] == host
+
+
+@pytest.mark.parametrize("prose", [
+    "  ib_write_bw            start a server and wait for connection",
+    "ib_write_bw <host>     connect to server at <host>",
+    "I ran ib_write_bw with --qp=10 on the client",
+    "ib_write_bw --not-an-option",
+])
+def test_prose_and_usage_text_are_not_commands(prose):
+    assert parse_command(prose) is None
+
+
+def test_gid_conversion_and_side_labels():
+    assert perftest_gid("254:128:00:00:00:00:00:00:158:99:192:255:254:101:171:144") == "fe80::9e63:c0ff:fe65:ab90"
+    assert perftest_gid("00:00:00") is None
+    assert side_label("===== SERVER =====") == "server"
+    assert side_label("[client] node2 (192.168.1.2):") == "client"
+    assert side_label("* Waiting for client to connect... *") is None
+    assert side_label("the server and the client both crashed") is None
+
+
+def test_a_huge_line_and_a_long_log_stay_bounded():
+    text = "x" * 3_000_000 + "\n" + ("noise line\n" * 50_000) + "ethernet_read_keys: Couldn't read remote address\n"
+    parsed = parse_text(text)
+    assert parsed.sources[0].total_lines == 50_002
+    assert parsed.sources[0].truncated
+    assert parsed.runs[0].messages[0].line == 50_002

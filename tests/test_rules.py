@@ -1,0 +1,104 @@
+"""Each rule fires on its cases and stays quiet on the others (tests/rules/cases.toml), and the table
+itself is sound: causes from docs/causes.md, symptoms never named as causes, explains pointing at
+rules that exist."""
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from rdmadoctor.diagnose import explain
+from rdmadoctor.engine import rules as rule_table
+from rdmadoctor.logparse import parse_streams
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CASES = tomllib.loads((ROOT / "tests" / "rules" / "cases.toml").read_text(encoding="utf-8"))
+SNIPPETS = CASES["snippets"]
+TABLE = rule_table.load()
+CAUSES = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (ROOT / "docs" / "causes.md").read_text(), re.M))
+
+
+def expand(text: str, depth: int = 0) -> str:
+    if depth > 5:
+        return text
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: expand(SNIPPETS[m.group(1)].strip("\n"), depth + 1), text)
+
+
+def streams(spec: str):
+    """An inline log ("--- FILE name ---" separated) or fixture paths joined by ' + '."""
+    if "\n" in spec or spec.lstrip().startswith(("$", "Couldn", " ")) or "{{" in spec:
+        text = expand(spec)
+        parts = re.split(r"^--- FILE (\S+) ---$", text, flags=re.M)
+        if len(parts) == 1:
+            return [("case.log", io.BytesIO(text.encode()))]
+        return [(parts[i], io.BytesIO(parts[i + 1].encode())) for i in range(1, len(parts), 2)]
+    out = []
+    for item in spec.split(" + "):
+        path = FIXTURES / item.strip()
+        files = sorted(path.glob("*.log")) if path.is_dir() else [path]
+        out += [(str(f.relative_to(FIXTURES)), io.BytesIO(f.read_bytes())) for f in files]
+    return out
+
+
+def diagnose(spec: str, link_rate=None):
+    return explain(parse_streams(streams(spec)), link_rate_gbps=link_rate)
+
+
+CASE_PARAMS = [(c["rule"], kind, i, spec, c.get("link_rate"), c.get("verdict"))
+               for c in CASES["case"] for kind in ("fires", "quiet") for i, spec in enumerate(c.get(kind, []))]
+
+
+@pytest.mark.parametrize("rule,kind,index,spec,link_rate,verdict", CASE_PARAMS,
+                         ids=[f"{p[0]}-{p[1]}-{p[2]}" for p in CASE_PARAMS])
+def test_rule_case(rule, kind, index, spec, link_rate, verdict):
+    d = diagnose(spec, link_rate)
+    fired = [f for f in d.findings if f.rule == rule]
+    if kind == "fires":
+        assert fired, f"{rule} did not fire; findings: {[f.rule for f in d.findings]}"
+        if verdict is not None and index == 0:
+            cause = d.verdict.cause if d.verdict.cause is not None else "none"
+            assert cause == verdict, f"verdict {d.verdict}"
+        for f in fired:
+            assert "?" not in f.title.replace("(?)", ""), f"unfilled value in title: {f.title}"
+            assert f.evidence, f"{rule} fired without evidence"
+    else:
+        assert not fired, f"{rule} fired on a quiet case: {fired[0].title}"
+
+
+def test_every_rule_has_a_firing_and_a_quiet_case():
+    covered = {}
+    for case in CASES["case"]:
+        covered.setdefault(case["rule"], set()).update(k for k in ("fires", "quiet") if case.get(k))
+    missing = [r.id for r in TABLE if covered.get(r.id) != {"fires", "quiet"}]
+    assert not missing, f"rules without both a firing and a quiet case: {missing}"
+    unknown = set(covered) - {r.id for r in TABLE}
+    assert not unknown, f"cases for rules that do not exist: {unknown}"
+
+
+def test_rule_table_is_sound():
+    for rule in TABLE:
+        assert rule.cause in CAUSES, f"{rule.id}: cause {rule.cause} is not in docs/causes.md"
+        if rule.kind == "symptom":
+            assert rule.cause == "unknown", f"{rule.id}: a symptom names no cause"
+            assert all(c in CAUSES for c in rule.candidates), rule.id
+        else:
+            assert rule.cause != "unknown", f"{rule.id}: a cause rule must name a cause"
+            assert rule.fix, rule.id
+
+
+def test_rule_errors_are_reported_with_file_and_rule(tmp_path):
+    (tmp_path / "bad.toml").write_text('[[rule]]\nid = "X-1"\ncause = "port-down"\nseverity = "fatal"\n'
+                                       'title = "t"\nscope = "run"\nwhy = "w"\nfix = ["f"]\nwhen = { message = "D05" }\n')
+    with pytest.raises(rule_table.RuleError, match="bad.toml: rule X-1: severity"):
+        rule_table.load(str(tmp_path))
+    (tmp_path / "bad.toml").write_text('[[rule]]\nid = "X-1"\ncause = "port-down"\nseverity = "fail"\n'
+                                       'title = "t"\nscope = "run"\nwhy = "w"\nfix = ["f"]\nwhen = { mesage = "D05" }\n')
+    with pytest.raises(rule_table.RuleError, match="unknown condition key"):
+        rule_table.load(str(tmp_path))
