@@ -95,6 +95,32 @@ def explain(
     raise typer.Exit(_emit(diagnose.explain(parsed, rate), json_out, html, verbose, redact))
 
 
+@app.command()
+def report(
+    result: Path = typer.Argument(..., metavar="RESULT.json", help="A saved `--json` result of explain or check."),
+    output: Path = typer.Option(..., "--output", "-o", metavar="FILE", help="The HTML file to write."),
+    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names."),
+) -> None:
+    """Render a saved JSON result as one self-contained HTML file."""
+    import json
+    from rdmadoctor.render import html as hr
+    from rdmadoctor.render.json_out import SCHEMA
+    try:
+        document = json.loads(result.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _fail_input(f"{result}: {exc.strerror or exc}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _fail_input(f"{result}: not a JSON result ({exc})")
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+        raise _fail_input(f"{result}: not an rdmadoctor result (expected \"schema\": \"{SCHEMA}\")")
+    try:
+        output.write_text(hr.render(document, redact=redact), encoding="utf-8")
+    except OSError as exc:
+        raise _fail_input(f"cannot write {output}: {exc.strerror or exc}")
+    typer.echo(f"HTML report: {output}", err=True)
+    raise typer.Exit(STATUS_EXIT.get(document.get("verdict", {}).get("status"), EXIT_UNKNOWN))
+
+
 @rules_app.command("list")
 def rules_list(json_out: bool = typer.Option(False, "--json", help="As JSON.")) -> None:
     """Every rule: id, severity, cause, title."""

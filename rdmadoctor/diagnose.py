@@ -45,7 +45,8 @@ def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
 
 def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
             facts_view: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    ctx: Dict[str, Any] = {"sources": parsed.sources if parsed else [], "public": {}}
+    ctx: Dict[str, Any] = {"sources": parsed.sources if parsed else [], "runs": parsed.runs if parsed else [],
+                           "public": {}}
     if link_rate_gbps:
         ctx["link_rate_gbps"] = link_rate_gbps
         ctx["public"]["link_rate"] = f"{link_rate_gbps:g} Gb/s"

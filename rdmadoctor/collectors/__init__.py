@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 

@@ -190,7 +190,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         if not links:
             raise Unavailable(f"pyroute2 is not installed ({exc}) and /sys/class/net is unreadable")
         ctx.source = "sysfs"
-        for what in ("addresses", "routes", "neighbours", "peer route"):
+        for what in ("addresses", "routes", "neighbours") + (("peer route",) if ctx.peer else ()):
             ctx.unreadable(what, f"pyroute2 is not installed: {exc}")
         return {"links": links, "addresses": None, "routes": None, "neighbours": None}
     version = getattr(pyroute2, "__version__", None)

@@ -172,13 +172,15 @@ def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> Lis
     order = {r.id: i for i, r in enumerate(table)}
     priority = {r.id: r.priority for r in table}
     ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
-    for cause in ordered:
-        if cause.kind != "cause" or cause.explained_by:
+    # A cause explains the symptoms it produces; a symptom may also explain (supersede) a finding whose
+    # conclusion it shows to be premature (e.g. "rejected" with many QPs is not just "no server").
+    for finding in ordered:
+        if finding.explained_by:
             continue
-        explains = set(by_id[cause.rule].explains) if cause.rule in by_id else set()
+        explains = set(by_id[finding.rule].explains) if finding.rule in by_id else set()
         for other in ordered:
-            if other is not cause and other.rule in explains and other.explained_by is None:
-                other.explained_by = cause.rule
+            if other is not finding and other.rule in explains and other.explained_by is None:
+                other.explained_by = finding.rule
     return sorted(ordered, key=lambda f: (f.explained_by is not None, _rank(f, order, priority)))
 
 

@@ -136,6 +136,13 @@ def sizes_before_error(run: Run, ctx) -> Optional[int]:
     return max(r.size for r in rows)
 
 
+def named_device_listed(run: Run, ctx) -> bool:
+    """The device that perftest "could not find" appears in device listings pasted with it."""
+    named = {m.fields.get("device") for m in run.messages if m.id == "D02"}
+    listed = {m.fields.get("device") for r in ctx.get("runs", [run]) for m in r.messages if m.id == "V10"}
+    return bool(named & listed)
+
+
 def generation(run: Run, ctx):
     from rdmadoctor.generation import infer
     return infer(run)
@@ -143,7 +150,7 @@ def generation(run: Run, ctx):
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, bw_gbps, bw_row, bw_fraction, completion,
-                            local_gid_family, sizes_before_error, generation)
+                            local_gid_family, sizes_before_error, named_device_listed, generation)
 }
 
 

@@ -28,10 +28,15 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         reader = SourceReader(name, stream)
         builder = RunBuilder(name)
         flattened_before = classifier.flattened
-        for number, line in reader.lines():
-            items = classifier.classify(line)
-            if items:
-                builder.feed(number, items)
+        classify, feed = classifier.classify, builder.feed
+        for first, lines in reader.blocks():
+            number = first
+            for line in lines:
+                if line:
+                    items = classify(line)
+                    if items:
+                        feed(number, items)
+                number += 1
         source_runs = _fold_version_queries(builder.finish())
         reader.text.flattened = classifier.flattened - flattened_before
         _side_from_name(name, source_runs)

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.logparse.command import TOOL_RE, parse_command
+from rdmadoctor.logparse.options import TOOLS
 
 # Header box keys (perftest_parameters.c ctx_print_test_info, every generation) -> field names.
 HEADER_KEYS = {
@@ -62,12 +63,37 @@ _ANCHOR_RE = re.compile(
               TOOL_RE.pattern]), re.IGNORECASE)
 
 
+# Words of everything structural perftest prints (header keys, address and table titles, banners, tools)
+# and of side labels: with the catalogue's keywords they decide whether a line can matter at all.
+STRUCTURAL_WORDS = frozenset(
+    {w for key in HEADER_KEYS for w in key.lower().replace("*", " ").replace(".", " ").replace("-", " ").split()}
+    | {"local", "remote", "address", "gid", "mgid", "bytes", "iterations", "test", "bw", "latency", "waiting",
+       "client", "server", "rdma_write", "rdma_write_imm", "rdma_read", "send", "send_imm", "atomic", "dual",
+       "port", "version"}
+    | set(TOOLS))
+
+_BACKGROUND_RE = re.compile(r"^\s*(?:\d?>\S*\s*)*&(?!&)")     # "cmd &", "cmd > out 2>&1 &"
+# The shell's job-control report ("[1]+  Done   ib_write_bw -d mlx5_1"): not a new command.
+_JOB_RE = re.compile(r"^\s*\[\d+\][+-]?\s+(?:Done|Exit\s+\d+|Terminated|Killed|Stopped|Running|Segmentation fault|"
+                     r"Aborted)\b", re.IGNORECASE)
+
+# Cheap test before the anchor search: a line without any of these cannot hold a second thing.
+_ANCHOR_HINT = re.compile(r"---|\*\*\*|Waiting|address|GID|#bytes|Test|Dual-port|ib_|raw_ethernet", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Item:
     kind: str       # command | side_label | banner | box | test_name | header | address | gid |
                     # result_header | numbers | message | text
     data: Any
     column: int = 0
+
+
+def _address_item(m: "re.Match[str]", column: int) -> "Item":
+    d = m.groupdict()
+    return Item("address", {"role": d["role"].lower(), "lid": _hexint(d["lid"]), "qpn": _hexint(d["qpn"]),
+                            "psn": _hexint(d["psn"]), "out_reads": _hexint(d["out"]), "rkey": _hexint(d["rkey"]),
+                            "vaddr": _hexint(d["vaddr"])}, column)
 
 
 def _hexint(text: Optional[str]) -> Optional[int]:
@@ -123,27 +149,55 @@ class LineClassifier:
         self.catalog = catalog.load()
         self._cache: Dict[str, Tuple[Item, ...]] = {}
         self.flattened = 0
+        # a line with none of these words is nothing perftest prints (noise: dmesg, other programs)
+        self.interesting = frozenset(self.catalog.by_keyword) | STRUCTURAL_WORDS
 
     def classify(self, line: str) -> Tuple[Item, ...]:
         cached = self._cache.get(line)
         if cached is not None:
             return cached
-        items = tuple(self._classify(line))
-        if len(self._cache) < self.CACHE_LIMIT and not any(i.kind in ("address", "gid", "numbers") for i in items):
+        stripped = line.strip()
+        if not stripped:
+            return ()
+        # The lines that vary from run to run (result rows, addresses, GIDs) are not worth caching:
+        # recognise them first, by their start, without the catalogue.
+        first = stripped[0]
+        if first.isdigit():
+            if _NUMBERS_RE.match(stripped):
+                return (Item("numbers", tuple(stripped.split())),)
+        elif first in "lrLRgG":
+            single = self._single_structural(stripped)
+            if single is not None:
+                return single
+        words = catalog.line_words(line)
+        if self.interesting.isdisjoint(words) and not _BOX_RE.match(stripped):
+            return ()
+        items = tuple(self._classify(line, words))
+        if len(self._cache) < self.CACHE_LIMIT:
             self._cache[line] = items
         return items
 
-    def _classify(self, line: str) -> List[Item]:
+    @staticmethod
+    def _single_structural(stripped: str) -> Optional[Tuple[Item, ...]]:
+        """An address or GID line that holds nothing else."""
+        m = _ADDRESS_RE.match(stripped)
+        if m and m.end() == len(stripped):
+            return (_address_item(m, 0),)
+        m = _GID_RE.match(stripped)
+        if m and m.end() == len(stripped):
+            return (Item("gid", perftest_gid(m.group("gid")) or m.group("gid")),)
+        return None
+
+    def _classify(self, line: str, words) -> List[Item]:
         stripped = line.strip()
-        if not stripped:
-            return []
         if _BOX_RE.match(stripped):
             return [Item("box", None)] if _DASHES_RE.search(stripped) else []
-        if stripped[0].isdigit() and _NUMBERS_RE.match(stripped):
-            return [Item("numbers", tuple(stripped.split()))]
-        matches = self.catalog.find(line)
+        if _JOB_RE.match(stripped):
+            return []
+        matches = self.catalog.find(line, words)
         starts = {m.start for m in matches}
-        starts.update(a.start() for a in _ANCHOR_RE.finditer(line))
+        if _ANCHOR_HINT.search(line):
+            starts.update(a.start() for a in _ANCHOR_RE.finditer(line))
         starts.discard(0)
         cuts = [0] + sorted(starts) + [len(line)]
         by_start = {m.start: m for m in matches}
@@ -172,10 +226,7 @@ class LineClassifier:
             return [Item("banner", "rdma_cm" if "rdma_cm" in text.lower() else "tcp", column)]
         m = _ADDRESS_RE.search(text)
         if m:
-            d = m.groupdict()
-            return [Item("address", {"role": d["role"].lower(), "lid": _hexint(d["lid"]), "qpn": _hexint(d["qpn"]),
-                                     "psn": _hexint(d["psn"]), "out_reads": _hexint(d["out"]),
-                                     "rkey": _hexint(d["rkey"]), "vaddr": _hexint(d["vaddr"])}, column)]
+            return [_address_item(m, column)]
         m = _GID_RE.search(text)
         if m:
             return [Item("gid", perftest_gid(m.group("gid")) or m.group("gid"), column)]
@@ -205,7 +256,8 @@ class LineClassifier:
             prefix = text[:TOOL_RE.search(text).start()]
             return [Item("command", {"tool": tool, "argv": argv, "options": options, "host": host,
                                      "text": text[TOOL_RE.search(text).start():end].strip(),
-                                     "prompt_side": side_label(prefix) if prefix.strip() else None}, column)]
+                                     "prompt_side": side_label(prefix) if prefix.strip() else None,
+                                     "background": bool(_BACKGROUND_RE.search(text[end:]))}, column)]
         if _NUMBERS_RE.match(text):
             return [Item("numbers", tuple(text.split()), column)]
         side = side_label(text)

@@ -6,7 +6,7 @@ lines of megabytes) becomes printable text with the line numbers an editor would
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Iterator, Tuple
+from typing import BinaryIO, Iterator, List, Tuple
 
 from rdmadoctor.model import SourceText
 
@@ -37,7 +37,11 @@ class SourceReader:
         self.stream = stream
         self.text = SourceText(name=name, lines=[], total_lines=0)
 
-    def lines(self) -> Iterator[Tuple[int, str]]:
+    def blocks(self) -> Iterator[Tuple[int, List[str]]]:
+        """(number of the first line, lines): lines[i] is line number first + i.
+
+        Lines longer than MAX_LINE come as single-line blocks of pieces sharing one number.
+        """
         number = 0
         pending = b""
         continues = False            # the previous piece was cut inside a line: same line number
@@ -57,24 +61,44 @@ class SourceReader:
             pending, block = block[cut + 1:], block[:cut + 1]
             ends_line = block.endswith(b"\n")
             text = self._decode(block)
-            parts = (text[:-1] if text.endswith("\n") else text).split("\n")
-            for i, line in enumerate(parts):
-                if not (i == 0 and continues):
-                    number += 1
-                    if len(kept) < KEEP_LINES:
-                        kept.append(line[:MAX_LINE])
-                yield from self._pieces(number, line)
+            lines = (text[:-1] if text.endswith("\n") else text).split("\n")
+            first = number if continues else number + 1
+            yield from self._emit(first, lines, kept)
+            number = first + len(lines) - 1
             continues = not ends_line
         if pending:
-            text = self._decode(pending)
-            for i, line in enumerate(text.split("\n")):
-                if not (i == 0 and continues):
-                    number += 1
-                    if len(kept) < KEEP_LINES:
-                        kept.append(line[:MAX_LINE])
-                yield from self._pieces(number, line)
+            lines = self._decode(pending).split("\n")
+            first = number if continues else number + 1
+            yield from self._emit(first, lines, kept)
+            number = first + len(lines) - 1
         self.text.total_lines = number
         self.text.truncated = number > len(kept)
+
+    def lines(self) -> Iterator[Tuple[int, str]]:
+        for first, lines in self.blocks():
+            for offset, line in enumerate(lines):
+                yield first + offset, line
+
+    @staticmethod
+    def _emit(first: int, lines: List[str], kept: List[str]) -> Iterator[Tuple[int, List[str]]]:
+        room = KEEP_LINES - len(kept)
+        if room > 0:
+            # a line continued from the previous block is already kept
+            start = 1 if kept and first <= len(kept) else 0
+            kept.extend(line[:MAX_LINE] for line in lines[start:start + room])
+        if all(len(line) <= MAX_LINE for line in lines):
+            yield first, lines
+            return
+        run_start = 0
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE:
+                if i > run_start:
+                    yield first + run_start, lines[run_start:i]
+                for piece in range(0, len(line), MAX_LINE):
+                    yield first + i, [line[piece:piece + MAX_LINE]]
+                run_start = i + 1
+        if run_start < len(lines):
+            yield first + run_start, lines[run_start:]
 
     def _decode(self, raw: bytes) -> str:
         try:
@@ -84,10 +108,3 @@ class SourceReader:
             self.text.decode_errors += text.count("\ufffd")
         return clean_block(text)
 
-    @staticmethod
-    def _pieces(number: int, line: str) -> Iterator[Tuple[int, str]]:
-        if len(line) <= MAX_LINE:
-            yield number, line
-            return
-        for start in range(0, len(line), MAX_LINE):
-            yield number, line[start:start + MAX_LINE]

@@ -41,6 +41,14 @@ class RunBuilder:
         self.result_unit: Optional[str] = None
         self.pending_label: Optional[dict] = None
         self._strength: dict = {}          # id(run) -> strength of the evidence for its side
+        # A command started in the background ("ib_write_bw &") keeps printing while the next command
+        # runs in the same terminal (a loopback test): their lines interleave. `partner` is that
+        # background run while it has not finished; lines the current run already has go to it.
+        self.background: Optional[Run] = None
+        self.partner: Optional[Run] = None
+        self._handlers = {kind: getattr(self, "_on_" + kind) for kind in
+                          ("side_label", "command", "banner", "test_name", "header", "address", "gid",
+                           "result_header", "numbers", "message")}
 
     # -- run lifecycle ---------------------------------------------------------------------------
     def _has_content(self, run: Run) -> bool:
@@ -87,8 +95,9 @@ class RunBuilder:
         if items and items[0].kind == "side_label" and len(items) > 1:
             inline_side = items[0].data["side"]
             items = items[1:]
+        handlers = self._handlers
         for item in items:
-            handler = getattr(self, "_on_" + item.kind, None)
+            handler = handlers.get(item.kind)
             if handler is not None:
                 handler(number, item, inline_side)
 
@@ -99,7 +108,10 @@ class RunBuilder:
 
     def _on_command(self, number: int, item: Item, inline_side) -> None:
         d = item.data
+        waiting = self.background if self.background is not None and not self.background.results else None
         run = self._start(number)
+        self.partner = waiting
+        self.background = run if d.get("background") else None
         run.command = Command(tool=d["tool"], argv=list(d["argv"]), options=dict(d["options"]), host=d["host"],
                               line=number, text=d["text"])
         run.tool = d["tool"]
@@ -122,11 +134,21 @@ class RunBuilder:
         run.banner_line = number
         self._set_side(run, "server", "prints 'Waiting for client to connect'", 3)
 
+    def _interleaved(self, has) -> Optional[Run]:
+        """The background partner, when the current run already has what this line brings."""
+        partner = self.partner
+        if partner is not None and self.current is not None and has(self.current) and not has(partner):
+            return partner
+        return None
+
     def _on_test_name(self, number: int, item: Item, inline_side) -> None:
-        run = self.current
-        if run is None or run.test_name or run.results or run.addresses:
-            run = self._start(number)
-        run = self._run(number)
+        run = self._interleaved(lambda r: r.test_name is not None)
+        if run is None:
+            run = self.current
+            if run is None or run.test_name or run.results or run.addresses:
+                run = self._start(number)
+            run = self._run(number)
+        run.last_line = number
         run.test_name = HeaderField(item.data["text"], number)
         verb = item.data["verb"].lower()
         tst = item.data["tst"].upper()
@@ -139,6 +161,12 @@ class RunBuilder:
                     "bidirectional": item.data["bidirectional"]}
 
     def _on_header(self, number: int, item: Item, inline_side) -> None:
+        keys = [k for k, _ in item.data]
+        run = self._interleaved(lambda r: any(k in r.header for k in keys))
+        if run is not None:
+            for key, value in item.data:
+                run.header.setdefault(key, HeaderField(value, number))
+            return
         run = self.current
         if run is None or run.results or (run.addresses and not run.test_name):
             run = self._start(number)
@@ -150,6 +178,11 @@ class RunBuilder:
             run.header[key] = HeaderField(value, number)
 
     def _on_address(self, number: int, item: Item, inline_side) -> None:
+        role = item.data["role"]
+        partner = self._interleaved(lambda r: any(a.role == role for a in r.addresses))
+        if partner is not None:
+            partner.addresses.append(Address(line=number, **item.data))
+            return
         run = self._run(number)
         if run.results:
             run = self._start(number)
@@ -164,6 +197,11 @@ class RunBuilder:
 
     def _on_result_header(self, number: int, item: Item, inline_side) -> None:
         # a second table in one run is --report-both's "Remote results": the same run
+        partner = self._interleaved(lambda r: r.result_header_line is not None)
+        if partner is not None:
+            partner.result_header_line = number
+            self.partner_unit = item.data["unit"]
+            return
         run = self._run(number)
         run.result_header_line = run.result_header_line or number
         self.result_kind, self.result_unit = item.data["kind"], item.data["unit"]
@@ -172,7 +210,14 @@ class RunBuilder:
         run = self.current
         if run is None or self.result_kind is None:
             return  # numbers outside a result table (a timestamp, a counter dump): not a result row
-        values = item.data
+        partner = self._interleaved(lambda r: bool(r.results))
+        if partner is not None and partner.result_header_line is not None:
+            run, unit = partner, getattr(self, "partner_unit", self.result_unit)
+            self._add_rows(partner, number, item.data, unit)
+            return
+        self._add_rows(run, number, item.data, self.result_unit)
+
+    def _add_rows(self, run: Run, number: int, values, unit) -> None:
         width = {"bw": 5, "lat": 9, "lat_dur": 4}[self.result_kind]
         rows = [values[i:i + width] for i in range(0, len(values), width)] if len(values) >= 2 * width and \
             len(values) % width == 0 else [values]
@@ -188,8 +233,7 @@ class RunBuilder:
                 continue
             names = _ROW_COLUMNS[self.result_kind]
             run.results.append(ResultRow(line=number, kind=self.result_kind, size=size, iterations=iterations,
-                                         values={n: _number(v) for n, v in zip(names, row[2:])},
-                                         unit=self.result_unit))
+                                         values={n: _number(v) for n, v in zip(names, row[2:])}, unit=unit))
         run.last_line = number
 
     def _on_message(self, number: int, item: Item, inline_side) -> None:

@@ -1,0 +1,152 @@
+"""netlink, limits, ports, pci, versions: fixture trees, recorded lab facts, and live loopback-only checks."""
+import os
+import socket
+
+import pytest
+
+from collect_helpers import FACTS, load_json, section, tree
+from rdmadoctor.collectors import collect_facts
+from rdmadoctor.collectors import ports as P
+from rdmadoctor.collectors.base import CollectContext
+
+LAB = FACTS / "lab"
+
+
+def one(ctx, name):
+    return section(collect_facts(ctx, only=[name]), name)
+
+
+# -- netlink ------------------------------------------------------------------------------------------------
+
+def test_netlink_from_a_saved_tree_uses_sysfs():
+    sec = one(tree("bookworm-rxe-port-down"), "netlink")
+    assert sec["status"] == "partial" and sec["source"] == "sysfs"
+    eth0 = [l for l in sec["data"]["links"] if l["ifname"] == "eth0"][0]
+    assert eth0["operstate"] == "DOWN" and eth0["admin_up"] is False and eth0["mtu"] == 1500
+    assert {u["what"] for u in sec["unreadable"]} == {"addresses", "routes", "neighbours"}
+
+
+def test_netlink_live_loopback_peer():
+    pytest.importorskip("pyroute2")
+    sec = one(CollectContext(peer="127.0.0.1"), "netlink")
+    assert sec["status"] == "ok", sec
+    data = sec["data"]
+    lo = [l for l in data["links"] if l["ifname"] == "lo"][0]
+    assert lo["admin_up"] is True and lo["index"] == 1
+    assert any(a["address"] == "127.0.0.1" and a["family"] == 4 for a in data["addresses"])
+    assert data["peer"]["route"]["type"] == "local" and data["peer"]["route"]["ifname"] == "lo"
+
+
+@pytest.mark.parametrize("rel, version", [("bookworm", "0.7.2"), ("trixie", "0.9.7")])
+def test_netlink_recorded_in_the_lab(rel, version):
+    data = section(load_json(LAB / rel / "facts-root.json"), "netlink")["data"]
+    # bookworm was recorded before the collector asked importlib.metadata: Debian's 0.7.2 says "unknown"
+    assert data["pyroute2"] in (version, "unknown")
+    eth0 = [l for l in data["links"] if l["ifname"] == "eth0"][0]
+    assert eth0["operstate"] == "UP" and eth0["mtu"] == 1500
+    assert {"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24}.items() <= \
+        [a for a in data["addresses"] if a["family"] == 4 and a["ifname"] == "eth0"][0].items()
+    assert any(r["dst"] == "192.0.2.0/24" and r["ifname"] == "eth0" and r["prefsrc"] == "192.0.2.1"
+               for r in data["routes"])
+    peer = data["peer"]
+    assert peer["route"]["ifname"] == "eth0" and peer["route"]["src"] == "192.0.2.1"
+    assert peer["neighbour"]["dst"] == "192.0.2.2"         # no second VM answered: not reachable
+
+
+# -- limits -------------------------------------------------------------------------------------------------
+
+def test_limits_from_lab_tree():
+    data = one(tree("trixie-rxe-active"), "limits")["data"]
+    assert data["memlock"]["soft"] == 8388608 and data["cap_ipc_lock"] is True
+
+
+def test_limits_conf_and_unlimited(tmp_path):
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/limits").write_text(
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max locked memory         65536                unlimited            bytes     \n")
+    (tmp_path / "proc/self/status").write_text("Name:\tx\nCapEff:\t0000000000000000\n")
+    (tmp_path / "etc/security/limits.d").mkdir(parents=True)
+    (tmp_path / "etc/security/limits.conf").write_text("# c\n*  soft  memlock  65536 # small\n@rdma - nofile 1\n")
+    (tmp_path / "etc/security/limits.d/90-rdma.conf").write_text("@rdma  -  memlock  unlimited\n")
+    (tmp_path / "etc/systemd").mkdir(parents=True)
+    (tmp_path / "etc/systemd/system.conf").write_text("[Manager]\nDefaultLimitMEMLOCK=8M\n")
+    sec = one(CollectContext(root=tmp_path, live=False), "limits")
+    data = sec["data"]
+    assert data["memlock"] == {"soft": 65536, "hard": None, "unit": "bytes"}
+    assert data["cap_ipc_lock"] is False
+    assert [(e["file"], e["line"], e["domain"], e["value"]) for e in data["limits_conf"]] == [
+        ("/etc/security/limits.conf", 2, "*", "65536"), ("/etc/security/limits.d/90-rdma.conf", 1, "@rdma", "unlimited")]
+    assert data["systemd_default_memlock"] == "8M"
+
+
+def test_limits_live():
+    data = one(CollectContext(), "limits")["data"]
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    assert data["memlock"]["soft"] == (None if soft == resource.RLIM_INFINITY else soft)
+
+
+# -- ports --------------------------------------------------------------------------------------------------
+
+def test_ports_live_loopback_listener():
+    pytest.importorskip("psutil")
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    try:
+        sec = one(CollectContext(port=port), "ports")
+        (l,) = sec["data"]["tcp_listeners"]
+        assert (l["ip"], l["port"]) == ("127.0.0.1", port)
+        if os.geteuid() == 0:
+            assert l["pid"] == os.getpid() and l["process"]
+    finally:
+        srv.close()
+
+
+def test_ports_proc_net_tcp_fallback_on_lab_tree():
+    listeners = P.proc_net_listeners(tree("bookworm-rxe-active"), [22, 18515])
+    assert listeners == []                                   # nothing listened in the guest when recorded
+
+
+@pytest.mark.parametrize("rel", ["bookworm", "trixie"])
+def test_ports_recorded_in_the_lab(rel):
+    root = load_json(LAB / rel / "ports-root.json")
+    nobody = load_json(LAB / rel / "ports-nobody.json")
+    (l,) = root["data"]["tcp_listeners"]
+    assert l["port"] == 18515 and l["process"] == "ib_write_bw" and l["pid"]
+    (n,) = nobody["data"]["tcp_listeners"]
+    assert n["pid"] is None and nobody["status"] == "partial"     # seen, owner not visible: said so
+
+
+# -- pci ----------------------------------------------------------------------------------------------------
+
+def test_pci_degraded_handmade():
+    (d,) = one(tree("handmade-mlx5-pcie-degraded"), "pci")["data"]["devices"]
+    assert (d["current_gts"], d["max_gts"], d["current_width"], d["max_width"]) == (8.0, 16.0, 8, 16)
+    assert d["bdf"] == "0000:3b:00.0" and d["numa_node"] == 0 and d["local_cpulist"] == "0-17,36-53"
+
+
+def test_pci_rxe_is_virtual():
+    data = one(tree("trixie-rxe-active"), "pci")["data"]
+    assert data["devices"] == [] and data["virtual"] == ["rxe0"]
+
+
+# -- versions -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rel, rdma_core, perftest", [("bookworm", "44.0-2", "4.5+0.17-1"),
+                                                       ("trixie", "56.1-1", "25.01.0+0.80-1")])
+def test_versions_recorded_in_the_lab(rel, rdma_core, perftest):
+    data = section(load_json(LAB / rel / "facts-root.json"), "versions")["data"]
+    assert data["rdma_core"] == rdma_core and data["perftest"] == perftest and data["pyverbs"] == rdma_core
+    assert data["perftest_protocol_version"]
+
+
+def test_versions_live_never_guess(tmp_path):
+    fake = tmp_path / "dpkg-query"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    sec = one(CollectContext(env={"PATH": str(tmp_path)}), "versions")
+    data = sec["data"]
+    assert data["rdma_core"] is None and data["sources"]["rdma_core"].startswith("dpkg-query: ")
