@@ -95,6 +95,73 @@ def explain(
     raise typer.Exit(_emit(diagnose.explain(parsed, rate), json_out, html, verbose, redact))
 
 
+def _peer_address(value: Optional[str]) -> Optional[str]:
+    """--peer: an IP address (a host name is resolved once, here, so every rule sees the same address)."""
+    if value is None:
+        return None
+    import ipaddress
+    import socket
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(value, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise typer.BadParameter(f"{value!r} is neither an IP address nor a name that resolves ({exc})",
+                                 param_hint="--peer")
+    return infos[0][4][0]
+
+
+@app.command()
+def check(
+    peer: Optional[str] = typer.Option(None, "--peer", metavar="IP",
+                                       help="The other host: check the route to it (and, with its agent, probe it)."),
+    port: int = typer.Option(18515, "--port", min=1, max=65535, help="perftest's side-channel port to check."),
+    log: List[str] = typer.Option([], "--log", metavar="FILE",
+                                  help="A perftest log from this host to diagnose together with the facts (repeatable)."),
+    save: Optional[Path] = typer.Option(None, "--save", metavar="FILE", help="Write the collected facts to FILE (JSON)."),
+    from_file: Optional[Path] = typer.Option(None, "--from", metavar="FILE",
+                                             help="Diagnose facts saved earlier with --save instead of this host's."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    sample: float = typer.Option(1.0, "--sample", min=0.0, max=30.0, metavar="SECONDS",
+                                 help="Interval between the two port-counter samples (0: one sample)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+) -> None:
+    """Check whether RDMA can work on this host and, if not, why (read-only)."""
+    from rdmadoctor import diagnose
+    from rdmadoctor.collectors import FactsError, collect_facts, load_facts, save_facts
+    from rdmadoctor.collectors.base import CollectContext
+    from rdmadoctor.logparse import InputError, parse_paths
+    if from_file is not None and save is not None:
+        raise typer.BadParameter("--from reads saved facts; --save writes this host's: use one of them",
+                                 param_hint="--from/--save")
+    address = _peer_address(peer)
+    parsed = None
+    if log:
+        try:
+            parsed = parse_paths(log)
+        except InputError as exc:
+            raise _fail_input(str(exc))
+    if from_file is not None:
+        try:
+            facts = load_facts(from_file)
+        except (OSError, FactsError) as exc:
+            raise _fail_input(f"{from_file}: {exc}")
+    else:
+        facts = collect_facts(CollectContext(peer=address, port=port, sample_seconds=sample))
+        if save is not None:
+            try:
+                save_facts(facts, save)
+            except OSError as exc:
+                raise _fail_input(f"cannot write {save}: {exc.strerror or exc}")
+            typer.echo(f"facts saved to {save}", err=True)
+    peer_of_facts = address or (facts.get("host") or {}).get("peer")
+    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts), json_out, html, verbose, redact))
+
+
 @app.command()
 def report(
     result: Path = typer.Argument(..., metavar="RESULT.json", help="A saved `--json` result of explain or check."),

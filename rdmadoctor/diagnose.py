@@ -60,3 +60,33 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagno
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx))
     return Diagnosis(command="explain", verdict=evaluate.verdict(findings, parsed.runs, ctx), findings=findings,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs))
+
+
+def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None) -> Diagnosis:
+    """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
+    from rdmadoctor import factview, ladder
+    view = factview.build(facts, peer)
+    runs = parsed.runs if parsed else []
+    ctx = context(parsed, facts_view=view)
+    findings = evaluate.rank(evaluate.find(runs, ctx))
+    rungs = ladder.build(findings, view, peer)
+    findings = evaluate.rank(findings)
+    verdict = evaluate.verdict(findings, runs, ctx)
+    first_failed = next((r for r in rungs if r.state == "failed"), None)
+    if first_failed is not None:
+        top = next(f for f in findings if f.rung == first_failed.name and f.severity == "fail"
+                   and f.explained_by is None)
+        if top.kind == "cause":
+            verdict = evaluate.Verdict("failure", top.cause, top.rule, top.title, top.confidence,
+                                       top.fix[0] if top.fix else None)
+    notes = [f"could not read {name}: {reason}" for name, reason in view["reasons"].items()
+             if reason and not view["readable"].get(name)]
+    for name, section in (facts.get("sections") or {}).items():
+        for item in section.get("unreadable") or []:
+            notes.append(f"{name}: could not read {item.get('what')}: {item.get('why')}")
+    if verdict.status == "ok" and any(r.state == "not-inspected" for r in rungs):
+        skipped = [r.name for r in rungs if r.state == "not-inspected"]
+        verdict.summary = f"No problem found in what could be read (not inspected: {', '.join(skipped)})"
+    return Diagnosis(command="check", verdict=verdict, findings=findings, runs=runs,
+                     sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
+                     comparisons=comparisons(runs), notes=notes)

@@ -13,13 +13,20 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from rdmadoctor.diagnose import explain
+import copy
+import json
+from functools import lru_cache
+
+from rdmadoctor.collectors import collect_facts, load_facts
+from rdmadoctor.collectors.base import CollectContext
+from rdmadoctor.diagnose import check, explain
 from rdmadoctor.engine import rules as rule_table
 from rdmadoctor.logparse import parse_streams
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CASES = tomllib.loads((ROOT / "tests" / "rules" / "cases.toml").read_text(encoding="utf-8"))
+FACT_CASES = tomllib.loads((ROOT / "tests" / "rules" / "fact_cases.toml").read_text(encoding="utf-8"))
 SNIPPETS = CASES["snippets"]
 TABLE = rule_table.load()
 CAUSES = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (ROOT / "docs" / "causes.md").read_text(), re.M))
@@ -72,9 +79,65 @@ def test_rule_case(rule, kind, index, spec, link_rate, verdict):
         assert not fired, f"{rule} fired on a quiet case: {fired[0].title}"
 
 
+@lru_cache(maxsize=None)
+def _facts_of(spec: str) -> str:
+    if spec == "host":
+        facts = collect_facts(CollectContext(sample_seconds=0))
+    elif spec.startswith("facts:"):
+        facts = load_facts(FIXTURES / spec[6:])
+    elif spec.startswith("tree:"):
+        facts = collect_facts(CollectContext(root=FIXTURES / spec[5:], live=False, sample_seconds=0))
+    else:
+        raise ValueError(spec)
+    return json.dumps(facts)
+
+
+def _patched(value):
+    if value == "@null":
+        return None
+    if isinstance(value, str) and value.startswith("@"):
+        return json.loads((FIXTURES / value[1:]).read_text())
+    return value
+
+
+def facts_for(entry) -> dict:
+    facts = json.loads(_facts_of(entry["input"]))
+    for path, value in entry.get("with", {}).items():
+        node, parts = facts, path.split(".")
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        last = parts[-1]
+        if isinstance(node, list):
+            node[int(last)] = _patched(value)
+        else:
+            node[last] = _patched(value)
+    return facts
+
+
+FACT_PARAMS = [(c["rule"], kind, i, entry, c.get("verdict"))
+               for c in FACT_CASES["case"] for kind in ("fires", "quiet") for i, entry in enumerate(c.get(kind, []))]
+
+
+@pytest.mark.parametrize("rule,kind,index,entry,verdict", FACT_PARAMS,
+                         ids=[f"{p[0]}-{p[1]}-{p[2]}" for p in FACT_PARAMS])
+def test_fact_rule_case(rule, kind, index, entry, verdict):
+    parsed = parse_streams(streams(entry["log"])) if entry.get("log") else None
+    d = check(copy.deepcopy(facts_for(entry)), parsed, entry.get("peer", "192.0.2.2"))
+    fired = [f for f in d.findings if f.rule == rule]
+    if kind == "fires":
+        assert fired, f"{rule} did not fire; findings: {[f.rule for f in d.findings]}"
+        assert all(f.evidence for f in fired)
+        for f in fired:
+            assert "?" not in f.title, f"unfilled value in title: {f.title}"
+        if verdict is not None and index == 0:
+            assert d.verdict.cause == verdict, f"verdict {d.verdict}"
+    else:
+        assert not fired, f"{rule} fired on a quiet case: {fired[0].title}"
+
+
 def test_every_rule_has_a_firing_and_a_quiet_case():
     covered = {}
-    for case in CASES["case"]:
+    for case in CASES["case"] + FACT_CASES["case"]:
         covered.setdefault(case["rule"], set()).update(k for k in ("fires", "quiet") if case.get(k))
     missing = [r.id for r in TABLE if covered.get(r.id) != {"fires", "quiet"}]
     assert not missing, f"rules without both a firing and a quiet case: {missing}"

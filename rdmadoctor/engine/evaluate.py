@@ -14,7 +14,7 @@ from rdmadoctor.engine import conditions, rules as rule_table, template
 from rdmadoctor.engine.conditions import Scope
 from rdmadoctor.engine.rules import Rule
 from rdmadoctor.logparse.options import LONG, SHORT
-from rdmadoctor.model import (CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict)
+from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict  # noqa: F401
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
