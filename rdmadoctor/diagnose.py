@@ -9,9 +9,12 @@ from rdmadoctor.engine import evaluate
 from rdmadoctor.model import Diagnosis, ParsedLog, Run
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
-COMPARED = ("tool", "verb", "test_kind", "num_qps", "connection", "all_sizes", "size", "iters", "duration",
-            "bidirectional", "rdma_cm_qps", "exchange_method", "report_units", "port", "atomic_type", "gid_mode",
-            "ip_version", "link_type", "mtu", "device", "gid_index", "generation")
+# perftest-errors.md §6.2: what must match between the sides, and what may differ (shown, not flagged)
+MUST_MATCH = ("tool", "verb", "test_kind", "num_qps", "connection", "all_sizes", "size", "iters", "duration",
+              "bidirectional", "rdma_cm_qps", "exchange_method", "report_units", "port", "atomic_type", "gid_mode",
+              "ip_version")
+FREE_TO_DIFFER = ("link_type", "mtu", "device", "gid_index", "generation")
+COMPARED = MUST_MATCH + FREE_TO_DIFFER
 
 
 def parse_rate(text: str) -> float:
@@ -35,11 +38,13 @@ def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
             if a is None and b is None:
                 continue
             differs = bool(params.differences(server, client, [name]))
+            must_match = name in MUST_MATCH
             rows.append({"pair": f"{server.source}#{server.index} / {client.source}#{client.index}",
                          "parameter": name, "label": params.label(name),
                          "server": None if a is None else str(a.value), "server_source": a.source if a else None,
                          "client": None if b is None else str(b.value), "client_source": b.source if b else None,
-                         "differs": differs})
+                         "must_match": must_match, "differs": differs and must_match,
+                         "different": differs})
     return rows
 
 
@@ -59,7 +64,8 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagno
     ctx = context(parsed, link_rate_gbps)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx))
     return Diagnosis(command="explain", verdict=evaluate.verdict(findings, parsed.runs, ctx), findings=findings,
-                     runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs))
+                     runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
+                     link_rate_gbps=link_rate_gbps)
 
 
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None) -> Diagnosis:

@@ -17,8 +17,8 @@ LADDER = (
     ("port", "Port state", ("devices",), "driver"),
     ("address", "Addresses and GIDs", ("devices", "netlink"), "port"),
     ("route", "Route to the peer", ("netlink",), "address"),
-    ("connection", "Side-channel port", ("ports",), None),
     ("firewall", "Firewall", ("firewall",), None),
+    ("connection", "Side-channel port", ("ports",), None),
     ("limits", "Locked-memory limit", ("limits",), None),
     ("performance", "Performance (PCIe, MTU)", ("pci", "devices"), "port"),
 )

@@ -195,3 +195,4 @@ class Diagnosis:
     rungs: List[Rung] = field(default_factory=list)
     comparisons: List[Dict[str, Any]] = field(default_factory=list)   # server vs client parameters
     notes: List[str] = field(default_factory=list)                    # e.g. what could not be read
+    link_rate_gbps: Optional[float] = None                           # what results were judged against
