@@ -15,8 +15,10 @@ MAX_LINE = 16384                # a longer line is cut into pieces (same line nu
 KEEP_LINES = 20000              # lines kept for evidence excerpts and the report's raw log
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufeff]+")
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+# Control characters (but tab and newline) become blanks; typographic quotes and no-break spaces the plain
+# ones perftest printed. One str.translate: C speed, where a regex substitution is 15x slower.
+_CLEAN = str.maketrans({**{chr(c): " " for c in (*range(0, 9), *range(11, 32), 127)}, "\ufeff": " ",
+                        "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
 
 
 def clean_block(text: str) -> str:
@@ -25,8 +27,7 @@ def clean_block(text: str) -> str:
         text = _ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub(" ", text)
-    return text.translate(_QUOTES)
+    return text.translate(_CLEAN)
 
 
 class SourceReader:

@@ -135,14 +135,15 @@ class RunBuilder:
         self._set_side(run, "server", "prints 'Waiting for client to connect'", 3)
 
     def _interleaved(self, has) -> Optional[Run]:
-        """The background partner, when the current run already has what this line brings."""
+        """The background partner, when the current run already has what this line brings.
+        (Callers test `self.partner` first: most logs have none, and this runs for every line.)"""
         partner = self.partner
-        if partner is not None and self.current is not None and has(self.current) and not has(partner):
+        if self.current is not None and has(self.current) and not has(partner):
             return partner
         return None
 
     def _on_test_name(self, number: int, item: Item, inline_side) -> None:
-        run = self._interleaved(lambda r: r.test_name is not None)
+        run = self._interleaved(lambda r: r.test_name is not None) if self.partner else None
         if run is None:
             run = self.current
             if run is None or run.test_name or run.results or run.addresses:
@@ -161,8 +162,10 @@ class RunBuilder:
                     "bidirectional": item.data["bidirectional"]}
 
     def _on_header(self, number: int, item: Item, inline_side) -> None:
-        keys = [k for k, _ in item.data]
-        run = self._interleaved(lambda r: any(k in r.header for k in keys))
+        run = None
+        if self.partner is not None:
+            keys = [k for k, _ in item.data]
+            run = self._interleaved(lambda r: any(k in r.header for k in keys))
         if run is not None:
             for key, value in item.data:
                 run.header.setdefault(key, HeaderField(value, number))
@@ -179,7 +182,7 @@ class RunBuilder:
 
     def _on_address(self, number: int, item: Item, inline_side) -> None:
         role = item.data["role"]
-        partner = self._interleaved(lambda r: any(a.role == role for a in r.addresses))
+        partner = self._interleaved(lambda r: any(a.role == role for a in r.addresses)) if self.partner else None
         if partner is not None:
             partner.addresses.append(Address(line=number, **item.data))
             return
@@ -197,7 +200,7 @@ class RunBuilder:
 
     def _on_result_header(self, number: int, item: Item, inline_side) -> None:
         # a second table in one run is --report-both's "Remote results": the same run
-        partner = self._interleaved(lambda r: r.result_header_line is not None)
+        partner = self._interleaved(lambda r: r.result_header_line is not None) if self.partner else None
         if partner is not None:
             partner.result_header_line = number
             self.partner_unit = item.data["unit"]
@@ -210,7 +213,7 @@ class RunBuilder:
         run = self.current
         if run is None or self.result_kind is None:
             return  # numbers outside a result table (a timestamp, a counter dump): not a result row
-        partner = self._interleaved(lambda r: bool(r.results))
+        partner = self._interleaved(lambda r: bool(r.results)) if self.partner else None
         if partner is not None and partner.result_header_line is not None:
             run, unit = partner, getattr(self, "partner_unit", self.result_unit)
             self._add_rows(partner, number, item.data, unit)
