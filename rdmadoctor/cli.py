@@ -129,6 +129,17 @@ def check(
     sample: float = typer.Option(1.0, "--sample", min=0.0, max=30.0, metavar="SECONDS",
                                  help="Interval between the two port-counter samples (0: one sample)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+    # issue 5: the probe ladder against --peer (rdmadoctor/probe)
+    probe: bool = typer.Option(True, "--probe/--no-probe",
+                               help="With --peer: climb the probe ladder (TCP, rdma_cm, exchange, burst) and ask "
+                                    "the peer's agent; --no-probe only checks the route."),
+    agent_port: int = typer.Option(18600, "--agent-port", min=1, max=65534, metavar="PORT",
+                                   help="TCP port of `rdmadoctor serve` on the peer (its rdma_cm listener: PORT+1)."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+                                              help="The agent's shared token (default: $RDMADOCTOR_AGENT_TOKEN)."),
+    probe_perftest: bool = typer.Option(False, "--probe-perftest",
+                                        help="Also try a TCP connect to the peer's perftest port (--port): a "
+                                             "waiting perftest server takes it for its client and fails."),
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
     from rdmadoctor import diagnose
@@ -151,7 +162,18 @@ def check(
         except (OSError, FactsError) as exc:
             raise _fail_input(f"{from_file}: {exc}")
     else:
-        facts = collect_facts(CollectContext(peer=address, port=port, sample_seconds=sample))
+        ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
+        if address and probe:                 # issue 5: the probe ladder runs alongside the collection
+            from rdmadoctor.agent.protocol import read_token
+            from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
+            try:
+                token, _ = read_token(str(token_file) if token_file else None)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--token-file")
+            facts = collect_with_probe(ctx, ProbeOptions(address, agent_port, token,
+                                                         port if probe_perftest else None, facts_port=port))
+        else:
+            facts = collect_facts(ctx)
         if save is not None:
             try:
                 save_facts(facts, save)
@@ -160,6 +182,22 @@ def check(
             typer.echo(f"facts saved to {save}", err=True)
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
     raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts), json_out, html, verbose, redact))
+
+
+@app.command()
+def serve(
+    bind: str = typer.Option("auto", "--bind", metavar="ADDR",
+                             help="Address to listen on. Default: this host's only IPv4 address on an RDMA "
+                                  "device (several or none: give one)."),
+    port: int = typer.Option(18600, "--port", min=1, max=65534, help="TCP port (its rdma_cm listener: PORT+1)."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+                                              help="Shared token, first line, mode 600 (default: "
+                                                   "$RDMADOCTOR_AGENT_TOKEN; neither: no authentication)."),
+    max_clients: int = typer.Option(8, "--max-clients", min=1, max=256, help="Clients served at once."),
+) -> None:
+    """Be the peer for `rdmadoctor check --peer` on another host: facts and an rdma_cm listener (read-only)."""
+    from rdmadoctor.agent import serve as agent_serve       # issue 5
+    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients))
 
 
 @app.command()

@@ -71,11 +71,13 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagno
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None) -> Diagnosis:
     """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
     from rdmadoctor import factview, ladder
+    from rdmadoctor.probe import ladder as probe_ladder      # issue 5: the --peer probe's own ladder
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view)
     findings = evaluate.rank(evaluate.find(runs, ctx))
-    rungs = ladder.build(findings, view, peer)
+    rungs = ladder.build([f for f in findings if not probe_ladder.owns(f)], view, peer)
+    probe_rungs, probe_top = probe_ladder.build(findings, view)      # ([], None) without a probe
     findings = evaluate.rank(findings)
     verdict = evaluate.verdict(findings, runs, ctx)
     first_failed = next((r for r in rungs if r.state == "failed"), None)
@@ -85,6 +87,10 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
         if top.kind == "cause":
             verdict = evaluate.Verdict("failure", top.cause, top.rule, top.title, top.confidence,
                                        top.fix[0] if top.fix else None)
+    elif probe_top is not None and probe_top.kind == "cause" and probe_top.explained_by is None:
+        verdict = evaluate.Verdict("failure", probe_top.cause, probe_top.rule, probe_top.title,
+                                   probe_top.confidence, probe_top.fix[0] if probe_top.fix else None)
+    rungs = rungs + probe_rungs
     notes = [f"could not read {name}: {reason}" for name, reason in view["reasons"].items()
              if reason and not view["readable"].get(name)]
     for name, section in (facts.get("sections") or {}).items():

@@ -75,6 +75,16 @@ def stalled_at(run: Run, ctx) -> Optional[str]:
     return None
 
 
+def interrupted(run: Run, ctx) -> bool:
+    """The terminal shows ^C: the run was stopped by hand (or by a timeout's SIGINT)."""
+    return any(m.id == "U01" for m in run.messages)
+
+
+def exchanged(run: Run, ctx) -> bool:
+    """Both QPs' addresses were exchanged (the side channel worked up to the traffic)."""
+    return any(a.role == "remote" for a in run.addresses)
+
+
 def bw_gbps(run: Run, ctx) -> Optional[float]:
     best = None
     for row in real_rows(run):
@@ -149,7 +159,7 @@ def generation(run: Run, ctx):
 
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
-    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, bw_gbps, bw_row, bw_fraction, completion,
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
                             local_gid_family, sizes_before_error, named_device_listed, generation)
 }
 

@@ -126,11 +126,14 @@ class RunBuilder:
 
     def _on_banner(self, number: int, item: Item, inline_side) -> None:
         run = self.current
+        if item.data == "rdma_cm" and run is not None and run.test_name and not run.results:
+            # the -R server prints "Waiting for client rdma_cm QP to connect" inside its header box
+            self._set_side(run, "server", "prints 'Waiting for client rdma_cm QP to connect'", 3)
+            run.last_line = number
+            return
         if run is None or run.banner_line or run.test_name or run.results or run.addresses:
             run = self._start(number)
         run = self._run(number)
-        if item.data == "rdma_cm" and run.test_name:
-            return  # the -R server prints a second "Waiting for client rdma_cm QP to connect" inside its box
         run.banner_line = number
         self._set_side(run, "server", "prints 'Waiting for client to connect'", 3)
 

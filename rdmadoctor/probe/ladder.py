@@ -1,0 +1,82 @@
+"""The probe's ladder for `check --peer`: seven rungs judged in order, stopping at the first broken one.
+
+Each rung's state comes from what it saw (probe/view.py); the findings of rules/host-peer.toml say why
+(PROBE_RUNG says which rung each of those rules speaks about). A failed rung shows its top finding's title;
+the rungs above it are skipped and their findings folded under the failure, as check's own ladder does; a
+rung that could not run says why (not inspected). Rungs 1 and 3 are judged from this host's facts, so when
+one of them fails its detail comes from check's own host rules (HOST-PORT-DOWN, HOST-NO-IPV4-GID, ...).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from rdmadoctor.model import Evidence, Finding, Rung
+
+PREFIX = "PEER-"
+# rule -> the probe rung it explains (rules/host-peer.toml; tests/probe/test_probe_rules.py keeps it complete)
+PROBE_RUNG = {
+    "PEER-REMOTE-NO-DEVICE": 5, "PEER-REMOTE-PORT-DOWN": 5,
+    "PEER-TCP-REJECTED": 2, "PEER-TCP-FILTERED": 2, "PEER-NO-ARP": 2, "PEER-GONE": 2, "PEER-DROPS-ALL": 2,
+    "PEER-SILENT": 2, "PEER-PERFTEST-NOT-LISTENING": 2, "PEER-REMOTE-FIREWALL-TCP": 2,
+    "PEER-CM-ADDR-ERROR": 4, "PEER-CM-ROUTE-ERROR": 4,
+    "PEER-CM-SILENT": 5, "PEER-CM-FAILED": 5, "PEER-SETUP-MEMLOCK": 5, "PEER-REMOTE-FIREWALL-ROCE": 5,
+    "PEER-LINK-LAYER-MISMATCH": 5, "PEER-GID-TYPE-MISMATCH": 5, "PEER-SUBNET-V1": 5,
+    "PEER-EXCHANGE-FAILED": 6, "PEER-EXCHANGE-CORRUPT": 6, "PEER-MTU-MISMATCH-BREAKS": 6,
+    "PEER-TRANSPORT-CONFIRMED": 6, "PEER-CONFIRMS-QP-COUNT": 6, "PEER-FABRIC-WORKS": 6,
+    "PEER-BURST-LOSS": 7, "PEER-BURST-SLOW": 7, "PEER-MTU-MISMATCH": 7,
+    "PEER-PERFTEST-INCOMPATIBLE": 7, "PEER-PERFTEST-DIFFERS": 7,
+    "PEER-REMOTE-LISTENER": 7, "PEER-REMOTE-PERFTEST-MISSING": 7,
+}
+HOST_RUNGS = {1: ("device", "driver", "port"), 3: ("address", "port")}
+
+
+def owns(finding: Finding) -> bool:
+    """Findings of rules/host-peer.toml belong to this ladder, not to check's host ladder."""
+    return finding.rule.startswith(PREFIX)
+
+
+def rung_of(finding: Finding) -> Optional[int]:
+    return PROBE_RUNG.get(finding.rule)
+
+
+def _top(findings: List[Finding], n: int) -> Optional[Finding]:
+    live = [f for f in findings if f.explained_by is None and f.severity == "fail"]
+    for f in live:
+        if owns(f) and rung_of(f) is not None and rung_of(f) <= n:
+            return f                       # a cause found at or below the rung that broke
+    for f in live:
+        if not owns(f) and f.rung in HOST_RUNGS.get(n, ()):
+            return f
+    return None
+
+
+def build(findings: List[Finding], view: Dict[str, Any]) -> Tuple[List[Rung], Optional[Finding]]:
+    """(the probe's rungs, the finding that names the first failed rung's cause, if one does)."""
+    probe = view.get("probe")
+    if not probe:
+        return [], None
+    out: List[Rung] = []
+    failed_at: Optional[int] = None
+    top: Optional[Finding] = None
+    for raw in probe.get("rungs") or []:
+        n = raw["n"]
+        evidence = [Evidence("probe", text) for text in raw.get("evidence") or []]
+        if failed_at is not None:
+            out.append(Rung(raw["name"], raw["title"], "skipped", f"not judged: rung {failed_at} failed",
+                            evidence=evidence, seconds=raw.get("seconds"), blocked_by=f"probe-{failed_at}"))
+            continue
+        state, detail = raw["state"], raw["detail"]
+        if state == "failed":
+            failed_at = n
+            top = _top(findings, n)
+            if top is not None:
+                evidence = [Evidence("probe", detail)] + evidence
+                detail = top.title
+        out.append(Rung(raw["name"], raw["title"], state, detail,
+                        evidence=evidence or [Evidence("probe", raw["detail"])], seconds=raw.get("seconds")))
+    if failed_at is not None and top is not None:
+        for f in findings:
+            n = rung_of(f)
+            if owns(f) and f is not top and f.explained_by is None and n is not None and n > failed_at:
+                f.explained_by = top.rule
+    return out, top

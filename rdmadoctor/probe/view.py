@@ -1,0 +1,442 @@
+"""The probe's results and the peer's facts, as the flat view the rules in rules/host-peer.toml read.
+
+factview.build() calls extend() last. It adds three keys (each None without a probe or an agent):
+
+    view["probe"]   the ladder's outcomes: rung1..rung7 as words ("passed", "filtered", "unreachable"...),
+                    the TCP outcomes, the rdma_cm events, the exchange and the burst, plus the lists rules
+                    iterate (tcp_filtered, tcp_rejected) and the rungs themselves (state, detail, seconds)
+    view["remote"]  the peer's facts (from its agent) built into the same view as this host's, asked about
+                    this host's address (so remote.firewall_blocks are the peer's rules against us)
+    view["pair"]    both hosts side by side: MTUs, link layer, GID type, subnet, versions, with `differ`
+
+Nothing here judges a cause; it names what each rung saw, so that rules can.
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Callable, Dict, List, Optional
+
+RUNG_TITLES = {
+    1: "Peer 1: local port and address",
+    2: "Peer 2: route, peer answers",
+    3: "Peer 3: GID type / LID and SM",
+    4: "Peer 4: rdma_cm address, route",
+    5: "Peer 5: rdma_cm connection",
+    6: "Peer 6: WRITE/READ/SEND exchange",
+    7: "Peer 7: bandwidth and counters",
+}
+RETRANSMIT = ("retry", "retrans", "local_ack_timeout", "slow_restart", "rnr_nak")
+OUT_OF_SEQUENCE = ("out_of_seq", "seq_err", "out_of_sequence", "duplicate_request", "implied_nak")
+CNP = ("cnp", "ecn_marked")
+SLOW_FRACTION = 0.5
+
+
+def _data(facts: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
+    sec = (facts.get("sections") or {}).get(name)
+    if not isinstance(sec, dict) or sec.get("status") not in ("ok", "partial"):
+        return None
+    data = sec.get("data")
+    return data if isinstance(data, dict) else None
+
+
+def extend(view: Dict[str, Any], facts: Dict[str, Any], build: Callable[..., Dict[str, Any]]) -> None:
+    view["probe"] = view["remote"] = view["pair"] = None
+    peer = _data(facts, "peer")
+    if peer and isinstance(peer.get("facts"), dict) and (peer["facts"].get("sections") is not None):
+        remote_facts = peer["facts"]
+        asked = (remote_facts.get("host") or {}).get("peer")
+        remote = build(remote_facts, asked)
+        remote["agent"] = peer.get("agent") or {}
+        view["remote"] = remote
+        view["pair"] = compare(view, facts, remote, remote_facts)
+    probe = _data(facts, "probe")
+    if probe:
+        view["probe"] = derive(probe, view)
+
+
+# -- which port talks to the peer ----------------------------------------------------------------------------
+
+def select_port(view: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The RDMA port whose netdev the route to the peer leaves through; else one with an address; else any."""
+    ports = view.get("ports") or []
+    route = (view.get("peer") or {}).get("route_ifname")
+    for p in ports:
+        if route and p.get("netdev") == route:
+            return p
+    for p in ports:
+        if p.get("netdev_ipv4") and p.get("state") == "ACTIVE":
+            return p
+    for p in ports:
+        if p.get("netdev_ipv4"):
+            return p
+    return ports[0] if ports else None
+
+
+def gid_type(port: Optional[Dict[str, Any]], address: Optional[str]) -> Optional[str]:
+    if not port or not address:
+        return None
+    if port.get("is_ib"):
+        return "IB"
+    if any(entry.split(": ", 1)[-1].endswith(":" + address) or entry.endswith(address)
+           for entry in port.get("ipv4_v2_gids") or []):
+        return "RoCE v2"
+    if any(str(g).endswith(address) for g in port.get("ipv4_gids") or []):
+        return "RoCE v1"
+    return None
+
+
+def _subnet(facts: Dict[str, Any], address: Optional[str]) -> Optional[str]:
+    netlink = _data(facts, "netlink") or {}
+    for a in netlink.get("addresses") or []:
+        if a.get("address") == address and a.get("prefixlen") is not None:
+            try:
+                return str(ipaddress.ip_network(f"{address}/{a['prefixlen']}", strict=False))
+            except ValueError:
+                return None
+    return None
+
+
+def _version_number(text: Any) -> Optional[float]:
+    try:
+        return float(str(text).split()[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
+            remote_facts: Dict[str, Any]) -> Dict[str, Any]:
+    lp, rp = select_port(view), select_port(remote)
+    l_src = (view.get("peer") or {}).get("route_src")
+    r_src = (remote.get("peer") or {}).get("route_src")
+    pair: Dict[str, Any] = {"local_port": lp, "remote_port": rp, "local_address": l_src, "remote_address": r_src}
+
+    def item(name: str, label: str, a: Any, b: Any) -> None:
+        known = a is not None and b is not None
+        pair[name] = {"label": label, "local": a, "remote": b, "known": known, "differ": known and a != b}
+
+    item("netdev_mtu", "netdev MTU", (lp or {}).get("netdev_mtu"), (rp or {}).get("netdev_mtu"))
+    item("active_mtu", "active RDMA MTU", (lp or {}).get("active_mtu"), (rp or {}).get("active_mtu"))
+    item("link_layer", "link layer", (lp or {}).get("link_layer"), (rp or {}).get("link_layer"))
+    item("gid_type", "GID type of the address used", gid_type(lp, l_src), gid_type(rp, r_src))
+    item("subnet", "IP subnet", _subnet(facts, l_src), _subnet(remote_facts, r_src))
+    lv, rv = view.get("versions") or {}, remote.get("versions") or {}
+    item("perftest", "perftest", lv.get("perftest"), rv.get("perftest"))
+    item("perftest_protocol", "perftest protocol VERSION", lv.get("perftest_protocol_version"),
+         rv.get("perftest_protocol_version"))
+    item("rdma_core", "rdma-core", lv.get("rdma_core"), rv.get("rdma_core"))
+    a, b = _version_number(lv.get("perftest_protocol_version")), _version_number(rv.get("perftest_protocol_version"))
+    pair["perftest_protocol"]["incompatible"] = bool(a and b and ((a < 5.70 <= 5.92 <= b) or (b < 5.70 <= 5.92 <= a)))
+    pair["mtu_differs"] = bool(pair["netdev_mtu"]["differ"] or pair["active_mtu"]["differ"])
+    pair["mtu_text"] = ", ".join(
+        f"{pair[k]['label']} {pair[k]['local']} here, {pair[k]['remote']} on the peer"
+        for k in ("netdev_mtu", "active_mtu") if pair[k]["differ"]) or None
+    pair["v1_only"] = "RoCE v1" in (pair["gid_type"]["local"], pair["gid_type"]["remote"])
+    pair["remote_port_active"] = None if rp is None else rp.get("state") == "ACTIVE"
+    pair["remote_listeners"] = [l for l in remote.get("listeners") or []
+                                if l.get("port") == (remote.get("host") or {}).get("port", 18515)]
+    return pair
+
+
+# -- the probe's outcomes -----------------------------------------------------------------------------------
+
+def _counter_sum(deltas: Optional[Dict[str, Any]], words: tuple) -> int:
+    total = 0
+    for kind in ("counters", "hw_counters"):
+        for name, value in ((deltas or {}).get(kind) or {}).items():
+            if isinstance(value, (int, float)) and value > 0 and any(w in name for w in words):
+                total += int(value)
+    return total
+
+
+def _moved(deltas: Optional[Dict[str, Any]], words: tuple) -> List[str]:
+    out = []
+    for kind in ("counters", "hw_counters"):
+        for name, value in sorted(((deltas or {}).get(kind) or {}).items()):
+            if isinstance(value, (int, float)) and value > 0 and any(w in name for w in words):
+                out.append(f"{name} +{int(value)}")
+    return out
+
+
+def _listener_event(listener: Optional[Dict[str, Any]], ev: str) -> Optional[Dict[str, Any]]:
+    for event in (listener or {}).get("events") or []:
+        if event.get("ev") == ev:
+            return event
+    return None
+
+
+def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
+    peer = probe.get("peer")
+    tcp = [dict(t) for t in probe.get("tcp") or []]
+    by_role = {t.get("role"): t for t in tcp}
+    agent_tcp = by_role.get("agent") or {}
+    perftest = by_role.get("perftest")
+    agent = probe.get("agent") or {}
+    cm = probe.get("cm") or {}
+    connect = (cm.get("connect") or {}).get("state")
+    bare = cm.get("mode") == "bare"
+    arp = probe.get("arp") or {"state": "not-run"}
+    before = probe.get("neighbour_before") or {}
+    out: Dict[str, Any] = {
+        "peer": peer, "agent_port": probe.get("agent_port"), "rdma_port": probe.get("rdma_port"),
+        "tcp": tcp, "perftest_port": perftest, "agent_tcp": agent_tcp.get("state"),
+        "agent_state": agent.get("state") or agent_tcp.get("state"), "agent_error": agent.get("error"),
+        "agent_answered": agent.get("state") == "answered",
+        "cm_mode": cm.get("mode"), "cm_run": cm.get("run"), "cm_why": cm.get("why"),
+        "cm_addr": (cm.get("addr") or {}).get("state"), "cm_route": (cm.get("route") or {}).get("state"),
+        "cm_setup": (cm.get("setup") or {}).get("state"), "cm_connect": connect,
+        "cm_event": (cm.get("connect") or cm.get("route") or cm.get("addr") or {}).get("event"),
+        "cm_errno": (cm.get("setup") or cm.get("connect") or cm.get("route") or cm.get("addr") or {}).get("errno"),
+        "cm_error": (cm.get("setup") or cm.get("connect") or cm.get("route") or cm.get("addr") or {}).get("error"),
+        "cm_seconds": {k: (cm.get(k) or {}).get("seconds") for k in ("addr", "route", "setup", "connect")},
+        "arp": arp, "neighbour_known": bool(before.get("known")), "neighbour_mac": before.get("mac"),
+        "exchange": probe.get("exchange"), "burst": probe.get("burst"), "listener": probe.get("listener"),
+        "seconds": probe.get("seconds"),
+    }
+    # signs of life of the peer (anything that came back from it)
+    alive: List[str] = []
+    for t in tcp:
+        if t.get("state") in ("open", "refused"):
+            alive.append(f"TCP {t.get('port')} {t.get('state')}")
+        elif t.get("state") == "rejected" and (t.get("icmp") or {}).get("from") == peer:
+            alive.append(f"TCP {t.get('port')} rejected by the peer itself")
+    if connect in ("established", "rejected", "connect-error"):
+        alive.append(f"rdma_cm {connect.upper()}")
+    if arp.get("state") == "answered":
+        alive.append(f"ARP answered ({arp.get('mac')})")
+    out["alive"] = bool(alive)
+    out["alive_because"] = ", ".join(alive) or None
+    out["tcp_works"] = any(t.get("state") in ("open", "refused") for t in tcp)
+    out["tcp_filtered"] = [dict(t, label=f"TCP {t.get('port')} ({t.get('role')})") for t in tcp
+                           if t.get("state") == "timeout" and out["alive"]]
+    out["tcp_rejected"] = [dict(t, label=f"TCP {t.get('port')} ({t.get('role')})",
+                                icmp_name=(t.get("icmp") or {}).get("name"),
+                                icmp_from=(t.get("icmp") or {}).get("from"))
+                           for t in tcp if t.get("state") == "rejected"]
+    out["no_arp"] = bool(any(t.get("no_arp") for t in tcp) or
+                         (out["cm_addr"] == "error" and not out["neighbour_known"] and not out["alive"]))
+    # the burst, against the link
+    burst = probe.get("burst") or {}
+    listener_burst = _listener_event(probe.get("listener"), "burst") or {}
+    local_deltas, remote_deltas = burst.get("deltas"), listener_burst.get("deltas")
+    lp = select_port(view)
+    remote = view.get("remote")
+    rp = select_port(remote) if remote else None
+    rates = [r for r in ((lp or {}).get("rate_gbps"), (rp or {}).get("rate_gbps")) if isinstance(r, (int, float))]
+    out["link_gbps"] = min(rates) if rates else None
+    out["burst_gbps"] = burst.get("gbps")
+    out["burst_fraction"] = (round(burst["gbps"] / out["link_gbps"], 4)
+                             if burst.get("gbps") is not None and out["link_gbps"] else None)
+    out["soft_roce"] = bool((view.get("rdma") or {}).get("soft_roce"))
+    out["loss"] = {
+        "local_retransmits": _counter_sum(local_deltas, RETRANSMIT),
+        "local_out_of_sequence": _counter_sum(local_deltas, OUT_OF_SEQUENCE),
+        "remote_retransmits": _counter_sum(remote_deltas, RETRANSMIT),
+        "remote_out_of_sequence": _counter_sum(remote_deltas, OUT_OF_SEQUENCE),
+        "moved": _moved(local_deltas, RETRANSMIT + OUT_OF_SEQUENCE) +
+                 [f"peer {m}" for m in _moved(remote_deltas, RETRANSMIT + OUT_OF_SEQUENCE)],
+        "remote_known": remote_deltas is not None,
+    }
+    out["loss"]["total"] = sum(v for k, v in out["loss"].items() if isinstance(v, int) and not isinstance(v, bool))
+    out["loss"]["text"] = ", ".join(out["loss"]["moved"]) or None
+    out["cnp"] = _counter_sum(local_deltas, CNP) + _counter_sum(remote_deltas, CNP)
+    ex = probe.get("exchange") or {}
+    failure = ex.get("failure") or {}
+    out["exchange_state"] = ex.get("state")
+    out["exchange_op"] = ex.get("failed_op")
+    out["wc_status"] = failure.get("status")
+    out["wc_status_name"] = failure.get("status_name")
+    out["mismatch"] = failure.get("mismatch")
+    out["rungs"] = rungs(out, view)
+    for r in out["rungs"]:
+        out[f"rung{r['n']}"] = r["word"]
+    return out
+
+
+def _rung(n: int, state: str, word: str, detail: str, seconds: Optional[float] = None,
+          evidence: Optional[List[str]] = None) -> Dict[str, Any]:
+    return {"n": n, "name": f"probe-{n}", "title": RUNG_TITLES[n], "state": state, "word": word,
+            "detail": detail, "seconds": None if seconds is None else round(seconds, 3),
+            "evidence": evidence or []}
+
+
+def _tcp_text(t: Dict[str, Any]) -> str:
+    text = f"TCP {t.get('port')} ({t.get('role')}): {t.get('state')}"
+    if t.get("icmp"):
+        text += f" (ICMP {t['icmp'].get('name')} from {t['icmp'].get('from')})"
+    elif t.get("errno"):
+        text += f" ({t['errno']})"
+    return text + f" in {t.get('seconds')} s"
+
+
+def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    readable = view.get("readable") or {}
+    lp = select_port(view)
+    peer_view = view.get("peer") or {}
+    # 1: this host's port
+    if not readable.get("devices"):
+        out.append(_rung(1, "not-inspected", "unknown", "could not read this host's RDMA devices"))
+    elif (view.get("rdma") or {}).get("device_count", 0) == 0:
+        out.append(_rung(1, "failed", "no-device", "this host has no RDMA device"))
+    elif lp is None:
+        out.append(_rung(1, "failed", "no-port", "no RDMA port found"))
+    elif lp.get("state") != "ACTIVE":
+        out.append(_rung(1, "failed", "port-down", f"{lp['label']} is {lp.get('state')}"))
+    elif lp.get("netdev_known") and (lp.get("netdev_up") is False or lp.get("netdev_oper") in ("DOWN", "LOWERLAYERDOWN")):
+        out.append(_rung(1, "failed", "netdev-down", f"{lp.get('netdev')} under {lp['label']} is down"))
+    elif lp.get("netdev") and not lp.get("netdev_ipv4"):
+        out.append(_rung(1, "failed", "no-address", f"{lp.get('netdev')} under {lp['label']} has no IPv4 address"))
+    else:
+        out.append(_rung(1, "passed", "passed", f"{lp['label']} ACTIVE, {lp.get('netdev') or 'no netdev'} up"
+                         + (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else "")))
+    # 2: route and TCP
+    tcp = pv["tcp"]
+    seconds = max([t.get("seconds") or 0 for t in tcp] or [0])
+    evidence = [_tcp_text(t) for t in tcp]
+    if pv["arp"].get("state") in ("answered", "silent"):
+        evidence.append(f"ARP for {pv['peer']}: {pv['arp']['state']}"
+                        + (f" ({pv['arp'].get('mac')})" if pv["arp"].get("mac") else "")
+                        + (f"; this host knew it as {pv['neighbour_mac']}" if pv["neighbour_known"] else ""))
+    if pv["alive_because"]:
+        evidence.append(f"the peer answered: {pv['alive_because']}")
+    agent = pv["agent_tcp"]
+    perftest = pv["perftest_port"] or {}
+    if peer_view.get("route_error"):
+        out.append(_rung(2, "failed", "no-route", f"no route to {pv['peer']} ({peer_view['route_error']})", seconds, evidence))
+    elif peer_view.get("is_local"):
+        out.append(_rung(2, "failed", "local", f"{pv['peer']} is an address of this host", seconds, evidence))
+    elif peer_view.get("via_rdma_netdev") is False:
+        out.append(_rung(2, "failed", "not-rdma-netdev",
+                         f"the route to {pv['peer']} leaves through {peer_view.get('route_ifname')}, not an RDMA netdev",
+                         seconds, evidence))
+    elif pv["tcp_rejected"]:
+        t = pv["tcp_rejected"][0]
+        out.append(_rung(2, "failed", "rejected", f"{t['label']} rejected: ICMP {t.get('icmp_name')} from "
+                                                  f"{t.get('icmp_from')}", seconds, evidence))
+    elif pv["tcp_filtered"]:
+        t = pv["tcp_filtered"][0]
+        out.append(_rung(2, "failed", "filtered", f"{t['label']}: no answer in {t.get('seconds')} s while the peer "
+                                                  f"answers otherwise ({pv['alive_because']})", seconds, evidence))
+    elif pv["no_arp"]:
+        out.append(_rung(2, "failed", "no-arp", f"nobody answers ARP for {pv['peer']}", seconds, evidence))
+    elif agent in ("timeout", "unreachable") and not pv["alive"]:
+        out.append(_rung(2, "failed", "silent", f"{pv['peer']} answers nothing: TCP {pv['agent_port']} "
+                                                f"{agent}, no rdma_cm answer", seconds, evidence))
+    elif agent in ("open", "refused") or perftest.get("state") in ("open", "refused"):
+        detail = f"{pv['peer']} answers: " + "; ".join(
+            f"TCP {t.get('port')} {t.get('state')}" + (" (no rdmadoctor agent)" if t.get("role") == "agent" and
+                                                       t.get("state") == "refused" else "")
+            for t in tcp)
+        out.append(_rung(2, "passed", "passed", detail, seconds, evidence))
+    elif not tcp:
+        out.append(_rung(2, "not-inspected", "unknown", "no TCP probe was made", seconds, evidence))
+    else:
+        out.append(_rung(2, "failed", agent or "error", f"TCP {pv['agent_port']}: {agent}", seconds, evidence))
+    # 3: GID / LID + SM
+    src = peer_view.get("route_src")
+    if lp is None or not readable.get("devices"):
+        out.append(_rung(3, "not-inspected", "unknown", "no RDMA port to inspect"))
+    elif lp.get("is_ib"):
+        if not lp.get("lid"):
+            out.append(_rung(3, "failed", "no-lid", f"{lp['label']} has LID 0 (no subnet manager has configured it)"))
+        elif not lp.get("sm_lid"):
+            out.append(_rung(3, "failed", "no-sm", f"{lp['label']} knows no subnet manager (SM LID 0)"))
+        else:
+            out.append(_rung(3, "passed", "passed", f"{lp['label']} LID {lp.get('lid')}, SM LID {lp.get('sm_lid')}"))
+    else:
+        kind = gid_type(lp, src)
+        if kind == "RoCE v2":
+            out.append(_rung(3, "passed", "passed", f"{lp['label']}: RoCE v2 GID for {src}"))
+        elif kind == "RoCE v1":
+            out.append(_rung(3, "failed", "gid-v1-only", f"{lp['label']}: only a RoCE v1 GID for {src}"))
+        elif src:
+            out.append(_rung(3, "failed", "no-gid", f"{lp['label']}: no GID for {src}"))
+        else:
+            out.append(_rung(3, "not-inspected", "unknown", "the source address towards the peer is not known"))
+    # 4: rdma_cm address and route
+    if not pv["cm_run"]:
+        why = pv["cm_why"] or "the rdma_cm probe did not run"
+        for n in (4, 5, 6, 7):
+            out.append(_rung(n, "not-inspected", "not-run", why))
+        return out
+    times = pv["cm_seconds"]
+    cm_seconds = sum(times.get(k) or 0 for k in ("addr", "route")) if times.get("addr") is not None else None
+    if pv["cm_addr"] == "resolved" and pv["cm_route"] == "resolved":
+        out.append(_rung(4, "passed", "passed", f"address and route to {pv['peer']} resolved", cm_seconds))
+    elif pv["cm_addr"] != "resolved":
+        word = "addr-timeout" if pv["cm_addr"] == "timeout" else "addr-error"
+        out.append(_rung(4, "failed", word, f"rdma_resolve_addr: {pv['cm_addr']}"
+                         + (f" ({pv['cm_event'] or pv['cm_error']})" if pv["cm_event"] or pv["cm_error"] else ""),
+                         cm_seconds))
+    else:
+        word = "route-timeout" if pv["cm_route"] == "timeout" else "route-error"
+        out.append(_rung(4, "failed", word, f"rdma_resolve_route: {pv['cm_route']}", cm_seconds))
+    # 5: connection
+    connect, port = pv["cm_connect"], pv["rdma_port"]
+    c_s = times.get("connect")
+    if pv["cm_setup"] == "error":
+        out.append(_rung(5, "failed", "setup-error", f"could not create the QP or register memory: {pv['cm_error']}"))
+    elif connect == "established":
+        out.append(_rung(5, "passed", "established", f"ESTABLISHED with the agent's listener (rdma_cm port {port})",
+                         c_s))
+    elif connect == "rejected" and pv["cm_mode"] == "bare":
+        out.append(_rung(5, "passed", "rejected",
+                         f"REJECTED: the CM request reached {pv['peer']}'s RDMA stack and was answered (nothing listens "
+                         f"on rdma_cm port {port}): the RDMA path works", c_s))
+    elif connect is None:
+        out.append(_rung(5, "not-inspected", "not-run", "no connection was attempted"))
+    else:
+        text = {"rejected": "REJECTED by the peer", "unreachable": "UNREACHABLE: the CM request was not answered",
+                "timeout": "no answer to the CM request before the deadline",
+                "connect-error": "CONNECT_ERROR"}.get(connect, connect)
+        out.append(_rung(5, "failed", connect, text, c_s))
+    # 6: exchange
+    ex = pv["exchange"] or {}
+    if pv["cm_mode"] == "bare" or (connect == "rejected" and pv["cm_mode"] == "bare"):
+        why = f"needs `rdmadoctor serve` on {pv['peer']}"
+        if pv["agent_state"] not in (None, "answered"):
+            why += f" (agent: {pv['agent_state']}" + (f": {pv['agent_error']}" if pv["agent_error"] else "") + ")"
+        out.append(_rung(6, "not-inspected", "not-run", why))
+        out.append(_rung(7, "not-inspected", "not-run", why))
+        return out
+    if not ex:
+        out.append(_rung(6, "not-inspected", "not-run", "no exchange was made"))
+    elif ex.get("state") == "passed":
+        secs = ex.get("seconds")
+        out.append(_rung(6, "passed", "passed", "RDMA WRITE, RDMA READ and SEND/RECV of 16 KiB/2 KiB patterns "
+                                                "verified byte for byte on both sides", secs))
+    else:
+        failure = ex.get("failure") or {}
+        what = failure.get("mismatch") or failure.get("status_name") or failure.get("error") or ex.get("state")
+        word = "mismatch" if ex.get("state") == "mismatch" else ("timeout" if ex.get("state") == "timeout" else "failed")
+        out.append(_rung(6, "failed", word, f"{ex.get('failed_op') or 'exchange'}: {what}", ex.get("seconds")))
+    # 7: burst
+    burst = pv["burst"] or {}
+    if not burst:
+        out.append(_rung(7, "not-inspected", "not-run", "no burst was made"))
+    elif burst.get("state") != "passed":
+        failure = burst.get("failure") or {}
+        out.append(_rung(7, "failed", burst.get("state") or "failed",
+                         f"burst: {failure.get('status_name') or failure.get('error') or burst.get('state')}",
+                         burst.get("seconds")))
+    else:
+        rate = f"{burst.get('gbps'):.3g} Gb/s" if burst.get("gbps") is not None else "?"
+        link = pv["link_gbps"]
+        against = (f" of {link:g} Gb/s link ({pv['burst_fraction'] * 100:.0f}%)" if link and
+                   pv["burst_fraction"] is not None else "")
+        if pv["soft_roce"]:
+            against += " (Soft-RoCE: the rate is nominal, not judged)"
+        counters = "; no retransmits or sequence errors on either host" if not pv["loss"]["total"] else \
+            f"; {pv['loss']['text']}"
+        if not pv["loss"]["remote_known"]:
+            counters += " (peer's counters not reported)"
+        if pv["cnp"]:
+            counters += f"; {pv['cnp']} CNPs (congestion control at work)"
+        detail = f"{rate}{against}{counters}"
+        if pv["loss"]["total"]:
+            out.append(_rung(7, "warning", "loss", detail, burst.get("seconds")))
+        elif (not pv["soft_roce"] and pv["burst_fraction"] is not None and pv["burst_fraction"] < SLOW_FRACTION):
+            out.append(_rung(7, "warning", "slow", detail, burst.get("seconds")))
+        else:
+            out.append(_rung(7, "passed", "passed", detail, burst.get("seconds")))
+    return out
