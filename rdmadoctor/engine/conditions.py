@@ -274,18 +274,12 @@ def holds(cond: Dict[str, Any], scope: Scope) -> bool:
         return scope.run is not None and scope.run.side == cond["side"]
     if "exists" in cond:
         return bool(scope.pick(cond["exists"]))
-    if "message" in cond:
-        return _message(cond, scope)
-    if "differ" in cond:
-        return _differ(cond, scope)
-    if "param" in cond:
-        return _param(cond, scope)
-    if "option" in cond:
-        return _option(cond, scope)
-    if "feature" in cond:
-        return _feature(cond, scope)
-    if "fact" in cond:
-        return _fact(cond, scope)
-    if "item" in cond:
-        return _item(cond, scope)
+    for key, leaf in _LEAVES:
+        if key in cond:
+            return leaf(cond, scope)
     raise ValueError(f"condition not understood: {cond}")
+
+
+# the leaf conditions, by the key that names them
+_LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
+           ("feature", _feature), ("fact", _fact), ("item", _item))

@@ -1,0 +1,105 @@
+"""Runs a sweep: for each combination the peer's agent starts the perftest server from the same RunSpec,
+this host runs the client, both outputs are parsed with explain's parser, and a failed combination is
+explained on the spot. Every wait is bounded; Ctrl-C stops both sides."""
+from __future__ import annotations
+
+import datetime as dt
+import io
+import subprocess
+import time
+from typing import Callable, List, Optional, Protocol
+
+from rdmadoctor import diagnose
+from rdmadoctor.bench.plan import RunSpec
+from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
+from rdmadoctor.logparse import parse_streams
+
+CLIENT_GRACE = 30.0          # seconds beyond the expected run time before the client is stopped
+SERVER_GRACE = 10.0          # seconds to wait for the server's output after the client ended
+
+
+class PerftestPeer(Protocol):
+    """The remote half: the peer's agent (`rdmadoctor serve --allow-perftest`)."""
+
+    def start_server(self, spec: RunSpec) -> dict: ...          # {"handle", "port"}
+    def wait_server(self, handle: int, wait: float) -> dict: ...  # {"output", "rc", "timed_out"}
+    def stop_server(self, handle: int) -> None: ...
+
+
+def expected_seconds(spec: RunSpec) -> float:
+    duration = spec.get("duration")
+    if duration is not None:
+        return float(duration) + 5.0
+    iters = float(spec.get("iters", 5000 if spec.tool == "ib_write_bw" else 1000))
+    size = float(spec.get("size", 65536))
+    return 5.0 + iters * size * 8 / 1e9        # at 1 Gb/s: a slow fabric still finishes inside the bound
+
+
+def run_client(argv: List[str], timeout: float) -> dict:
+    """The local perftest client, no shell; stdout and stderr merged as a terminal would show them."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            out, _ = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        timed_out = True
+    except KeyboardInterrupt:
+        proc.kill()
+        proc.communicate()
+        raise
+    return {"output": out.decode("utf-8", "replace"), "rc": proc.returncode, "timed_out": timed_out,
+            "seconds": time.monotonic() - started}
+
+
+def _judge(spec: RunSpec, argv: List[str], client: dict, server: dict, seconds: float,
+           link_rate: Optional[float]) -> ComboResult:
+    prompt = lambda who, text, command: f"{who}$ {command}\n{text}"  # noqa: E731 - a paste as a user would make it
+    client_text = prompt("client", client.get("output", ""), " ".join(argv))
+    server_text = prompt("server", server.get("output", ""), " ".join(spec.argv()))
+    parsed = parse_streams([("server.log", io.BytesIO(server_text.encode())),
+                            ("client.log", io.BytesIO(client_text.encode()))])
+    diagnosis = diagnose.explain(parsed, link_rate)
+    client_run = next((r for r in parsed.runs if r.side == "client"), None)
+    numbers = metrics(client_run)
+    ok = (client.get("rc") == 0 and not client.get("timed_out") and diagnosis.verdict.status in ("ok", "warning")
+          and any(v is not None for v in numbers.values()))
+    return ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)), size=int(spec.get("size")) if spec.get("size") else None,
+                       status="ok" if ok else "failed", seconds=round(seconds, 3), argv=argv,
+                       verdict=None if ok else diagnosis.verdict.to_dict(), client_log=client_text,
+                       server_log=server_text, **numbers)
+
+
+def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: Optional[float] = None,
+              stop_on_failure: bool = False, on_result: Optional[Callable[[ComboResult], None]] = None,
+              client: Callable[[List[str], float], dict] = run_client) -> BenchResult:
+    result = BenchResult(peer=peer, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                         link_rate_gbps=link_rate)
+    for spec in specs:
+        started = time.monotonic()
+        handle = None
+        try:
+            server = remote.start_server(spec)
+            handle = server["handle"]
+            argv = spec.argv(server=peer, port=int(server["port"]))
+            local = client(argv, expected_seconds(spec) + CLIENT_GRACE)
+            remote_out = remote.wait_server(handle, SERVER_GRACE)
+            handle = None
+        except KeyboardInterrupt:
+            result.interrupted = True
+            if handle is not None:
+                remote.stop_server(handle)
+            break
+        combo = _judge(spec, argv, local, remote_out, time.monotonic() - started, link_rate)
+        result.results.append(combo)
+        if on_result is not None:
+            on_result(combo)
+        if combo.status != "ok" and stop_on_failure:
+            break
+    return result
