@@ -83,13 +83,12 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     first_failed = next((r for r in rungs if r.state == "failed"), None)
     if first_failed is not None:
         top = next(f for f in findings if f.rung == first_failed.name and f.severity == "fail"
-                   and f.explained_by is None)
+                   and f.explained_by is None and not probe_ladder.owns(f))
         if top.kind == "cause":
             verdict = evaluate.Verdict("failure", top.cause, top.rule, top.title, top.confidence,
                                        top.fix[0] if top.fix else None)
-    elif probe_top is not None and probe_top.kind == "cause" and probe_top.explained_by is None:
-        verdict = evaluate.Verdict("failure", probe_top.cause, probe_top.rule, probe_top.title,
-                                   probe_top.confidence, probe_top.fix[0] if probe_top.fix else None)
+    else:
+        verdict = probe_ladder.verdict(probe_rungs, probe_top, verdict)     # the probe's first broken rung
     rungs = rungs + probe_rungs
     notes = [f"could not read {name}: {reason}" for name, reason in view["reasons"].items()
              if reason and not view["readable"].get(name)]

@@ -1,8 +1,8 @@
 """The client side of the agent protocol, used by the probe (and by tests)."""
 from __future__ import annotations
 
+import json
 import socket
-import time
 from typing import Any, Dict, Optional
 
 from rdmadoctor.agent import protocol as p
@@ -36,7 +36,6 @@ class AgentSession:
                 if line is None:
                     raise AgentFailure("closed", f"the agent closed the connection during {op}")
                 try:
-                    import json
                     message = json.loads(line.decode("utf-8"))
                 except (ValueError, UnicodeDecodeError):
                     raise AgentFailure("bad-answer", f"the agent's answer to {op} is not JSON")

@@ -29,7 +29,7 @@ import select
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rdmadoctor.agent import protocol as p
@@ -40,6 +40,8 @@ UNAUTHENTICATED_IDLE = 10.0     # ... before it has authenticated (when a token 
 SESSION = 180.0                 # seconds any connection may last
 SEND_TIMEOUT = 10.0
 FACTS_CACHE_SECONDS = 15.0
+FACTS_BUDGET = 60.0             # the agent's fact collection (check's own: 30 s, 15 s per collector)
+FACTS_COLLECTOR_TIMEOUT = 45.0
 LISTENER_START = 20.0           # the verbs child must be listening within this (Python + pyverbs import)
 LISTENER_LIFETIME = 60.0        # after this the listener is killed whatever happens
 RESULT_WAIT_MAX = 30.0
@@ -157,9 +159,12 @@ class FactsCache:
 
 
 def collect_for(client: str, port: int) -> Dict[str, Any]:
-    from rdmadoctor.collectors import collect_facts
+    """The facts for one client. Nobody waits on a deadline for them (the probe's verdict does not), so the
+    collectors get more time than check's defaults: a loaded or slow host answers late rather than partly."""
+    from rdmadoctor.collectors import ORDER, collect_facts
     from rdmadoctor.collectors.base import CollectContext
-    return collect_facts(CollectContext(peer=client, port=port, sample_seconds=0.0))
+    return collect_facts(CollectContext(peer=client, port=port, sample_seconds=0.0), total_timeout=FACTS_BUDGET,
+                         timeouts={name: FACTS_COLLECTOR_TIMEOUT for name in ORDER})
 
 
 class Listener:
@@ -402,7 +407,7 @@ class Session:
             raise p.ProtocolError("auth-required", "this agent needs a token: hello, then auth")
         if op == "facts":
             port = p.int_field(request, "port", 18515, 1, 65535)
-            facts, cached = self.agent.facts.get(self.client, port, timeout=60.0)
+            facts, cached = self.agent.facts.get(self.client, port, timeout=FACTS_BUDGET + 30.0)
             return p.answer(request, facts=facts, cached=cached), "ok", f"port={port}{' cached' if cached else ''}"
         if op == "listen":
             return self._listen(request)
@@ -410,8 +415,12 @@ class Session:
             wait = p.number_field(request, "wait", 10.0, 0.0, RESULT_WAIT_MAX)
             if self.listener is None:
                 raise p.ProtocolError("no-listener", "no listener was started on this connection (send listen)")
-            result = self.listener.result(wait)
-            self._release()
+            try:
+                result = self.listener.result(wait)
+            finally:
+                self.listener.close()                 # torn down after its report, whatever it said
+                self.listener = None
+                self._release()
             return p.answer(request, listener=result), "ok", f"listener {result['state']}"
         raise p.ProtocolError("unknown-op", f"unknown op {op!r}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from rdmadoctor.model import Evidence, Finding, Rung
+from rdmadoctor.model import Evidence, Finding, Rung, Verdict
 
 PREFIX = "PEER-"
 # rule -> the probe rung it explains (rules/host-peer.toml; tests/probe/test_probe_rules.py keeps it complete)
@@ -23,7 +23,7 @@ PROBE_RUNG = {
     "PEER-LINK-LAYER-MISMATCH": 5, "PEER-GID-TYPE-MISMATCH": 5, "PEER-SUBNET-V1": 5,
     "PEER-EXCHANGE-FAILED": 6, "PEER-EXCHANGE-CORRUPT": 6, "PEER-MTU-MISMATCH-BREAKS": 6,
     "PEER-TRANSPORT-CONFIRMED": 6, "PEER-CONFIRMS-QP-COUNT": 6, "PEER-FABRIC-WORKS": 6,
-    "PEER-BURST-LOSS": 7, "PEER-BURST-SLOW": 7, "PEER-MTU-MISMATCH": 7,
+    "PEER-BURST-LOSS": 7, "PEER-BURST-SLOW": 7, "PEER-BURST-FAILED": 7, "PEER-MTU-MISMATCH": 7,
     "PEER-PERFTEST-INCOMPATIBLE": 7, "PEER-PERFTEST-DIFFERS": 7,
     "PEER-REMOTE-LISTENER": 7, "PEER-REMOTE-PERFTEST-MISSING": 7,
 }
@@ -50,6 +50,20 @@ def _top(findings: List[Finding], n: int) -> Optional[Finding]:
     return None
 
 
+def verdict(rungs: List[Rung], top: Optional[Finding], current: Verdict) -> Verdict:
+    """The verdict once check's own ladder found nothing broken: the first broken probe rung decides. Its
+    cause when a rule names one; when none does, the failure is still not "ok" (cause unknown, the rung said)."""
+    failed = next((r for r in rungs if r.state == "failed"), None)
+    if failed is None:
+        return current
+    if top is not None and top.kind == "cause" and top.explained_by is None:
+        return Verdict("failure", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
+    if current.status in ("ok", "warning"):
+        return Verdict("unknown", "unknown", None, f"{failed.title}: {failed.detail}", None, None, [],
+                       ["Run the check again with --json and look at sections.probe (what each rung saw)."])
+    return current
+
+
 def build(findings: List[Finding], view: Dict[str, Any]) -> Tuple[List[Rung], Optional[Finding]]:
     """(the probe's rungs, the finding that names the first failed rung's cause, if one does)."""
     probe = view.get("probe")
@@ -57,17 +71,18 @@ def build(findings: List[Finding], view: Dict[str, Any]) -> Tuple[List[Rung], Op
         return [], None
     out: List[Rung] = []
     failed_at: Optional[int] = None
+    blocked_by: Optional[str] = None
     top: Optional[Finding] = None
     for raw in probe.get("rungs") or []:
         n = raw["n"]
         evidence = [Evidence("probe", text) for text in raw.get("evidence") or []]
         if failed_at is not None:
             out.append(Rung(raw["name"], raw["title"], "skipped", f"not judged: rung {failed_at} failed",
-                            evidence=evidence, seconds=raw.get("seconds"), blocked_by=f"probe-{failed_at}"))
+                            evidence=evidence, seconds=raw.get("seconds"), blocked_by=blocked_by))
             continue
         state, detail = raw["state"], raw["detail"]
         if state == "failed":
-            failed_at = n
+            failed_at, blocked_by = n, raw["name"]
             top = _top(findings, n)
             if top is not None:
                 evidence = [Evidence("probe", detail)] + evidence

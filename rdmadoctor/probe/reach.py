@@ -159,6 +159,8 @@ def arp_probe(ifname: str, source: str, target: str, timeout: float = 1.0) -> Di
     if not hasattr(socket, "AF_PACKET"):
         return {"state": "not-run", "why": "no AF_PACKET sockets on this platform"}
     mac = _mac_of(ifname)
+    if ifname == "lo" or mac == b"\0" * 6:
+        return {"state": "not-run", "why": f"{ifname} is not an Ethernet link"}
     if mac is None:
         return {"state": "not-run", "why": f"{ifname} has no Ethernet address (not an Ethernet netdev)"}
     try:

@@ -4,8 +4,9 @@ The rungs are judged in order (probe/view.py, probe/ladder.py), but their work o
 dead or filtered peer costs one deadline and not the sum of them (the verdict must come within 10 s, not
 after TCP's two minutes):
 
-    t=0   facts collection (this host)          thread
-    t=0   TCP connect to the agent port          thread: then hello/auth, listen, facts, result
+    t=0   TCP connect to the agent port          thread: hello/auth, listen; after the exchange: result, facts
+    t≈1   facts collection (this host)          thread, once the verbs child is up (its start is on the
+                                                 path to a dead peer's verdict; the collectors compete)
           (and to the perftest port, if asked)   thread
     t=0   verbs child (Python + pyverbs import)  then one rdma_cm connect, phase by phase, each with its
                                                  own deadline; killed at the first one that passes
@@ -44,9 +45,12 @@ DEADLINES = {            # seconds per phase of the verbs child (each starts whe
 EXCHANGE_PHASES = ("info", "write", "read", "send", "verdict")
 TCP_TIMEOUT = 3.5        # a SYN retransmission (1 s) and the kernel's ARP attempts (3 x 1 s) fit
 LISTEN_TIMEOUT = 25.0    # the agent starts its listener child (Python + pyverbs on the peer)
-FACTS_TIMEOUT = 45.0     # the peer collects its facts (its own budget is 30 s)
+FACTS_TIMEOUT = 95.0     # the peer collects its facts (agent/server.py: 60 s budget, maybe after another client's)
+LOCAL_FACTS_BUDGET = 45.0     # this host's collection while the probe runs: the command waits for the peer's
+LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to finish instead of "timed out"
 RESULT_WAIT = 5.0
 ARP_TIMEOUT = 1.0
+FACTS_AFTER = DEADLINES["startup"]   # this host's fact collection starts once the verbs child is up (or gave up)
 
 
 @dataclass
@@ -93,6 +97,7 @@ class Probe:
         self.t0 = time.monotonic()
         self.lock = threading.Lock()
         self.agent_tcp_done = threading.Event()
+        self.child_ready = threading.Event()          # the verbs child started (or could not): facts may begin
         self.listener_decided = threading.Event()
         self.exchange_done = threading.Event()
         self.listen: Optional[Dict[str, Any]] = None
@@ -159,6 +164,19 @@ class Probe:
             self.data["agent"]["listen_error"] = f"{exc.code}: {exc.message}"
             self.mark(f"agent: listen failed ({exc.code})")
         self.listener_decided.set()
+        if self.listen is not None:
+            # the peer collects its facts after the exchange and burst, so they do not disturb the measurement
+            self.exchange_done.wait(sum(opts.deadlines.values()) + LISTEN_TIMEOUT)
+            try:
+                # the listener's report ends with the burst; nothing more comes after a failure
+                connected = (self.data["cm"].get("connect") or {}).get("state") == "established"
+                passed = (self.data.get("exchange") or {}).get("state") == "passed"
+                wait = RESULT_WAIT if passed else (1.0 if connected else 0.0)
+                answer = session.call("result", wait + 5.0, wait=wait)
+                self.data["listener"] = answer.get("listener")
+                self.mark("agent: listener report")
+            except AgentFailure as exc:
+                self.data["listener"] = {"state": "error", "error": f"{exc.code}: {exc.message}"}
         try:
             started = time.monotonic()
             answer = session.call("facts", FACTS_TIMEOUT, port=opts.facts_port)
@@ -168,14 +186,6 @@ class Probe:
         except AgentFailure as exc:
             self.peer_error = f"the agent did not give its facts: {exc.code}: {exc.message}"
             self.mark(f"agent: facts failed ({exc.code})")
-        if self.listen is not None:
-            self.exchange_done.wait(sum(opts.deadlines.values()) + LISTEN_TIMEOUT)
-            try:
-                answer = session.call("result", RESULT_WAIT + 5.0, wait=RESULT_WAIT)
-                self.data["listener"] = answer.get("listener")
-                self.mark("agent: listener report")
-            except AgentFailure as exc:
-                self.data["listener"] = {"state": "error", "error": f"{exc.code}: {exc.message}"}
 
     def perftest_thread(self) -> None:
         _, outcome = reach.tcp_connect(self.opts.peer, int(self.opts.perftest_port), self.opts.tcp_timeout,
@@ -197,7 +207,10 @@ class Probe:
     def verbs(self) -> None:
         opts = self.opts
         deadline = self.t0 + opts.deadlines["startup"]
-        child, ready = child_mod.start_ready("client", deadline=deadline, script=opts.child_script)
+        try:
+            child, ready = child_mod.start_ready("client", deadline=deadline, script=opts.child_script)
+        finally:
+            self.child_ready.set()
         cm = self.data["cm"]
         if child is None:
             kind = ready.get("kind")
@@ -302,9 +315,14 @@ class Probe:
         for t in threads:
             t.join(max(0.0, FACTS_TIMEOUT + RESULT_WAIT + 10.0 - (time.monotonic() - self.t0)))
         if self.data["agent"].get("state") in ("timeout", "unreachable") and self.data["arp"]["state"] == "not-run" \
+                and not any(t.get("no_arp") for t in self.data["tcp"]) \
                 and self.data["cm"].get("connect", {}).get("state") not in ("established", "rejected"):
             self.arp()
         self.data["seconds"] = round(time.monotonic() - self.t0, 3)
+        # when the ladder was decided: the last network answer or deadline (not the peer's facts afterwards)
+        network = [e["t"] for e in self.data["timeline"]
+                   if not e["what"].startswith(("agent: facts", "agent: listener report"))]
+        self.data["network_seconds"] = max(network) if network else None
         return self.data
 
     def sections(self) -> Dict[str, Dict[str, Any]]:
@@ -336,7 +354,11 @@ def collect_with_probe(ctx: Any, opts: ProbeOptions,
                        collect: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """This host's facts (collected meanwhile) with the probe's two sections added."""
     if collect is None:
-        from rdmadoctor.collectors import collect_facts as collect
+        from rdmadoctor.collectors import ORDER, collect_facts
+
+        def collect(c: Any) -> Dict[str, Any]:
+            return collect_facts(c, total_timeout=LOCAL_FACTS_BUDGET,
+                                 timeouts={name: LOCAL_COLLECTOR_TIMEOUT for name in ORDER})
     box: Dict[str, Any] = {}
 
     def facts_work() -> None:
@@ -345,11 +367,23 @@ def collect_with_probe(ctx: Any, opts: ProbeOptions,
         except Exception as exc:    # noqa: BLE001 - collect_facts never raises; a replacement might
             box["error"] = exc
 
-    worker = threading.Thread(target=facts_work, daemon=True, name="rdmadoctor-probe-facts")
-    worker.start()
     probe = Probe(opts)
-    probe.run()
-    worker.join(60.0)
+
+    def staggered() -> None:
+        # the verbs child's start (Python + pyverbs) is on the path to a dead peer's verdict: on a slow host
+        # the collectors' own children would compete with it, so they start once it is up (or FACTS_AFTER s)
+        probe.child_ready.wait(FACTS_AFTER)
+        facts_work()
+
+    worker = threading.Thread(target=staggered, daemon=True, name="rdmadoctor-probe-facts")
+    worker.start()
+    try:
+        probe.run()
+    except Exception as exc:    # noqa: BLE001 - a probe bug must not cost this host's facts
+        probe.child_ready.set()
+        probe.data["cm"] = {"run": False, "why": f"the probe failed: {type(exc).__name__}: {exc}"}
+        probe.data["seconds"] = round(time.monotonic() - probe.t0, 3)
+    worker.join(LOCAL_FACTS_BUDGET + 15.0)
     facts = box.get("facts")
     if facts is None:
         raise RuntimeError(f"collecting this host's facts failed: {box.get('error') or 'did not finish'}")

@@ -25,9 +25,13 @@ RUNG_TITLES = {
     6: "Peer 6: WRITE/READ/SEND exchange",
     7: "Peer 7: bandwidth and counters",
 }
+RUNG_NAMES = {1: "peer-port", 2: "peer-reach", 3: "peer-gid", 4: "peer-cm-resolve", 5: "peer-cm-connect",
+              6: "peer-exchange", 7: "peer-bandwidth"}
 RETRANSMIT = ("retry", "retrans", "local_ack_timeout", "slow_restart", "rnr_nak")
 OUT_OF_SEQUENCE = ("out_of_seq", "seq_err", "out_of_sequence", "duplicate_request", "implied_nak")
 CNP = ("cnp", "ecn_marked")
+SENT_PACKETS = ("sent_pkts", "port_xmit_packets")
+LOSS_FRACTION = 0.002
 SLOW_FRACTION = 0.5
 
 
@@ -48,7 +52,10 @@ def extend(view: Dict[str, Any], facts: Dict[str, Any], build: Callable[..., Dic
         remote = build(remote_facts, asked)
         remote["agent"] = peer.get("agent") or {}
         view["remote"] = remote
-        view["pair"] = compare(view, facts, remote, remote_facts)
+        probe_data = _data(facts, "probe") or {}
+        view["pair"] = compare(view, facts, remote, remote_facts,
+                               local_address=(probe_data.get("source") or {}).get("address"),
+                               remote_address=remote["agent"].get("bind"))
     probe = _data(facts, "probe")
     if probe:
         view["probe"] = derive(probe, view)
@@ -103,11 +110,13 @@ def _version_number(text: Any) -> Optional[float]:
         return None
 
 
-def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
-            remote_facts: Dict[str, Any]) -> Dict[str, Any]:
+def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any], remote_facts: Dict[str, Any],
+            local_address: Optional[str] = None, remote_address: Optional[str] = None) -> Dict[str, Any]:
+    """Both hosts side by side. The addresses each side uses come from its route facts, else from what the
+    probe saw (its own source address; the address the agent was reached at)."""
     lp, rp = select_port(view), select_port(remote)
-    l_src = (view.get("peer") or {}).get("route_src")
-    r_src = (remote.get("peer") or {}).get("route_src")
+    l_src = (view.get("peer") or {}).get("route_src") or local_address
+    r_src = (remote.get("peer") or {}).get("route_src") or remote_address
     pair: Dict[str, Any] = {"local_port": lp, "remote_port": rp, "local_address": l_src, "remote_address": r_src}
 
     def item(name: str, label: str, a: Any, b: Any) -> None:
@@ -173,7 +182,6 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
     agent = probe.get("agent") or {}
     cm = probe.get("cm") or {}
     connect = (cm.get("connect") or {}).get("state")
-    bare = cm.get("mode") == "bare"
     arp = probe.get("arp") or {"state": "not-run"}
     before = probe.get("neighbour_before") or {}
     out: Dict[str, Any] = {
@@ -190,7 +198,7 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
         "cm_seconds": {k: (cm.get(k) or {}).get("seconds") for k in ("addr", "route", "setup", "connect")},
         "arp": arp, "neighbour_known": bool(before.get("known")), "neighbour_mac": before.get("mac"),
         "exchange": probe.get("exchange"), "burst": probe.get("burst"), "listener": probe.get("listener"),
-        "seconds": probe.get("seconds"),
+        "seconds": probe.get("seconds"), "source": probe.get("source") or {},
     }
     # signs of life of the peer (anything that came back from it)
     alive: List[str] = []
@@ -201,13 +209,14 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
             alive.append(f"TCP {t.get('port')} rejected by the peer itself")
     if connect in ("established", "rejected", "connect-error"):
         alive.append(f"rdma_cm {connect.upper()}")
+    out["answers_above_l2"] = bool(alive)          # something above ARP came back: the stack is up
     if arp.get("state") == "answered":
         alive.append(f"ARP answered ({arp.get('mac')})")
     out["alive"] = bool(alive)
     out["alive_because"] = ", ".join(alive) or None
     out["tcp_works"] = any(t.get("state") in ("open", "refused") for t in tcp)
     out["tcp_filtered"] = [dict(t, label=f"TCP {t.get('port')} ({t.get('role')})") for t in tcp
-                           if t.get("state") == "timeout" and out["alive"]]
+                           if t.get("state") == "timeout" and out["answers_above_l2"]]
     out["tcp_rejected"] = [dict(t, label=f"TCP {t.get('port')} ({t.get('role')})",
                                 icmp_name=(t.get("icmp") or {}).get("name"),
                                 icmp_from=(t.get("icmp") or {}).get("from"))
@@ -226,7 +235,12 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
     out["burst_gbps"] = burst.get("gbps")
     out["burst_fraction"] = (round(burst["gbps"] / out["link_gbps"], 4)
                              if burst.get("gbps") is not None and out["link_gbps"] else None)
-    out["soft_roce"] = bool((view.get("rdma") or {}).get("soft_roce"))
+    devices_read = bool((view.get("readable") or {}).get("devices"))
+    used = [d for d in ((cm.get("route") or {}).get("device"), (cm.get("setup") or {}).get("device")) if d]
+    out["device"] = used[0] if used else None
+    out["soft_roce"] = bool((view.get("rdma") or {}).get("soft_roce")) or any(
+        str(d).startswith(("rxe", "siw")) for d in used)
+    out["devices_read"] = devices_read
     out["loss"] = {
         "local_retransmits": _counter_sum(local_deltas, RETRANSMIT),
         "local_out_of_sequence": _counter_sum(local_deltas, OUT_OF_SEQUENCE),
@@ -236,11 +250,24 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
                  [f"peer {m}" for m in _moved(remote_deltas, RETRANSMIT + OUT_OF_SEQUENCE)],
         "remote_known": remote_deltas is not None,
     }
-    out["loss"]["total"] = sum(v for k, v in out["loss"].items() if isinstance(v, int) and not isinstance(v, bool))
+    # one lost packet moves several counters (the requester's retry and NAK-received, the responder's
+    # out-of-sequence): the largest of them counts the loss events once
+    events = max(v for k, v in out["loss"].items() if isinstance(v, int) and not isinstance(v, bool))
+    packets = _counter_sum(local_deltas, SENT_PACKETS)
+    out["loss"]["total"] = events
+    out["loss"]["packets"] = packets or None
+    out["loss"]["fraction"] = round(events / packets, 6) if packets else None
+    # a few retransmissions in a burst are a working link; more than LOSS_FRACTION of the packets
+    # (or any, when the packet count is not known) is worth a warning
+    out["loss"]["significant"] = bool(events and (not packets or events / packets > LOSS_FRACTION))
     out["loss"]["text"] = ", ".join(out["loss"]["moved"]) or None
+    if out["loss"]["text"] and packets:
+        out["loss"]["text"] += f" for {packets} packets sent (about {events / packets:.2%} lost)"
     out["cnp"] = _counter_sum(local_deltas, CNP) + _counter_sum(remote_deltas, CNP)
     ex = probe.get("exchange") or {}
     failure = ex.get("failure") or {}
+    bf = (probe.get("burst") or {}).get("failure") or {}
+    out["burst_failure"] = bf.get("status_name") or bf.get("error") or (probe.get("burst") or {}).get("state")
     out["exchange_state"] = ex.get("state")
     out["exchange_op"] = ex.get("failed_op")
     out["wc_status"] = failure.get("status")
@@ -254,7 +281,7 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
 
 def _rung(n: int, state: str, word: str, detail: str, seconds: Optional[float] = None,
           evidence: Optional[List[str]] = None) -> Dict[str, Any]:
-    return {"n": n, "name": f"probe-{n}", "title": RUNG_TITLES[n], "state": state, "word": word,
+    return {"n": n, "name": RUNG_NAMES[n], "title": RUNG_TITLES[n], "state": state, "word": word,
             "detail": detail, "seconds": None if seconds is None else round(seconds, 3),
             "evidence": evidence or []}
 
@@ -272,9 +299,18 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
     out = []
     readable = view.get("readable") or {}
     lp = select_port(view)
-    peer_view = view.get("peer") or {}
+    peer_view = dict(view.get("peer") or {})
+    source = pv.get("source") or {}
+    if not peer_view.get("route_src") and source.get("address"):
+        peer_view["route_src"] = source["address"]          # the probe's own answer when netlink was not read
+    addresses_known = bool(readable.get("netlink"))
     # 1: this host's port
-    if not readable.get("devices"):
+    routed = pv["cm_route"] == "resolved" and pv.get("device")
+    if not readable.get("devices") and routed:
+        # rdma_cm resolved a route on that device: it has an ACTIVE port with a GID for the source address
+        out.append(_rung(1, "passed", "passed", f"{pv['device']} carried the rdma_cm route (this host's device "
+                                                "facts were not read)"))
+    elif not readable.get("devices"):
         out.append(_rung(1, "not-inspected", "unknown", "could not read this host's RDMA devices"))
     elif (view.get("rdma") or {}).get("device_count", 0) == 0:
         out.append(_rung(1, "failed", "no-device", "this host has no RDMA device"))
@@ -284,11 +320,12 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
         out.append(_rung(1, "failed", "port-down", f"{lp['label']} is {lp.get('state')}"))
     elif lp.get("netdev_known") and (lp.get("netdev_up") is False or lp.get("netdev_oper") in ("DOWN", "LOWERLAYERDOWN")):
         out.append(_rung(1, "failed", "netdev-down", f"{lp.get('netdev')} under {lp['label']} is down"))
-    elif lp.get("netdev") and not lp.get("netdev_ipv4"):
+    elif addresses_known and lp.get("netdev") and not lp.get("netdev_ipv4"):
         out.append(_rung(1, "failed", "no-address", f"{lp.get('netdev')} under {lp['label']} has no IPv4 address"))
     else:
         out.append(_rung(1, "passed", "passed", f"{lp['label']} ACTIVE, {lp.get('netdev') or 'no netdev'} up"
-                         + (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else "")))
+                         + (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else
+                            "" if addresses_known else " (its addresses were not read)")))
     # 2: route and TCP
     tcp = pv["tcp"]
     seconds = max([t.get("seconds") or 0 for t in tcp] or [0])
@@ -319,7 +356,7 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                   f"answers otherwise ({pv['alive_because']})", seconds, evidence))
     elif pv["no_arp"]:
         out.append(_rung(2, "failed", "no-arp", f"nobody answers ARP for {pv['peer']}", seconds, evidence))
-    elif agent in ("timeout", "unreachable") and not pv["alive"]:
+    elif agent in ("timeout", "unreachable") and not pv["answers_above_l2"]:
         out.append(_rung(2, "failed", "silent", f"{pv['peer']} answers nothing: TCP {pv['agent_port']} "
                                                 f"{agent}, no rdma_cm answer", seconds, evidence))
     elif agent in ("open", "refused") or perftest.get("state") in ("open", "refused"):
@@ -334,7 +371,10 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
         out.append(_rung(2, "failed", agent or "error", f"TCP {pv['agent_port']}: {agent}", seconds, evidence))
     # 3: GID / LID + SM
     src = peer_view.get("route_src")
-    if lp is None or not readable.get("devices"):
+    if (lp is None or not readable.get("devices")) and routed:
+        out.append(_rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for the source address "
+                                                "(this host's device facts were not read)"))
+    elif lp is None or not readable.get("devices"):
         out.append(_rung(3, "not-inspected", "unknown", "no RDMA port to inspect"))
     elif lp.get("is_ib"):
         if not lp.get("lid"):
@@ -343,6 +383,11 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
             out.append(_rung(3, "failed", "no-sm", f"{lp['label']} knows no subnet manager (SM LID 0)"))
         else:
             out.append(_rung(3, "passed", "passed", f"{lp['label']} LID {lp.get('lid')}, SM LID {lp.get('sm_lid')}"))
+    elif src and ":" in src:
+        if routed:
+            out.append(_rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for {src}"))
+        else:
+            out.append(_rung(3, "not-inspected", "unknown", f"{src} is IPv6: only rdma_cm's own lookup checks its GID"))
     else:
         kind = gid_type(lp, src)
         if kind == "RoCE v2":
@@ -428,14 +473,17 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
             against += " (Soft-RoCE: the rate is nominal, not judged)"
         counters = "; no retransmits or sequence errors on either host" if not pv["loss"]["total"] else \
             f"; {pv['loss']['text']}"
+        if pv["loss"]["total"] and not pv["loss"]["significant"]:
+            counters += " (within what a working link shows)"
         if not pv["loss"]["remote_known"]:
             counters += " (peer's counters not reported)"
         if pv["cnp"]:
             counters += f"; {pv['cnp']} CNPs (congestion control at work)"
         detail = f"{rate}{against}{counters}"
-        if pv["loss"]["total"]:
+        if pv["loss"]["significant"]:
             out.append(_rung(7, "warning", "loss", detail, burst.get("seconds")))
-        elif (not pv["soft_roce"] and pv["burst_fraction"] is not None and pv["burst_fraction"] < SLOW_FRACTION):
+        elif (not pv["soft_roce"] and pv["devices_read"] and pv["burst_fraction"] is not None
+              and pv["burst_fraction"] < SLOW_FRACTION):
             out.append(_rung(7, "warning", "slow", detail, burst.get("seconds")))
         else:
             out.append(_rung(7, "passed", "passed", detail, burst.get("seconds")))

@@ -1,0 +1,180 @@
+"""`rdmadoctor check --peer` live in the Soft-RoCE lab: each fault made for real, the verdict asserted, the time
+to verdict recorded.
+
+One boot for everything (the session's lab, pair RDMADOCTOR_LAB_PROBE_PAIR, default "mixed": h1 = 192.0.2.1
+bookworm, h2 = 192.0.2.2 trixie, so pyverbs 44 and 56, Python 3.11 and 3.13 both run the verbs child). The
+check runs inside h2 against h1 (the reverse scenario swaps them); the agent on the peer runs with a token.
+Every scenario starts from Lab.reset()'s healthy baseline (the guests' kernel logs are not reset: the scenarios
+that end in "ok" or a warning come first, before any that makes rxe log completion errors) and leaves its recording in
+artifacts/lab/probe/<pair>/<scenario>/check.json; the table of verdicts and times is printed at the end and
+written to artifacts/lab/probe/<pair>/results.md (docs/probe.md quotes it).
+
+    pytest tests/lab/test_probe.py -s          (about 10 minutes on a 2-core machine, boot included)
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from tests.lab.vm import REPO, LabVM
+
+PAIR = os.environ.get("RDMADOCTOR_LAB_PROBE_PAIR", "mixed")
+OUT = REPO / "artifacts" / "lab" / "probe" / PAIR
+TOKEN = "lab-probe-token-0123456789"
+TOKEN_FILE = "/tmp/rdmadoctor-agent.token"
+WRONG_ADDRESS = "192.0.2.3"          # TEST-NET-1, nobody on the wire has it
+CHECK_TIMEOUT = 240
+VERDICT_BUDGET = 10.0                 # a dead or filtered peer: the probe's verdict within this many seconds
+RESULTS: List[Dict] = []
+
+
+def _nft(rule: str) -> str:
+    return ("nft add table inet filter && "
+            "nft add chain inet filter input '{ type filter hook input priority 0; policy accept; }' && "
+            "nft add rule inet filter input " + rule)
+
+
+@dataclass(frozen=True)
+class ProbeScenario:
+    name: str
+    description: str
+    expect_status: str
+    expect_cause: Optional[str]
+    expect_rules: Tuple[str, ...] = ()             # the verdict's rule is one of these (when given)
+    rungs: Dict[int, str] = field(default_factory=dict)
+    agent: bool = True
+    setup: Tuple[Tuple[str, str], ...] = ()        # (host, root shell) after the agent started
+    client: str = "h2"
+    target: Optional[str] = None                    # default: the other host's address
+    args: Tuple[str, ...] = ()
+    dead_or_filtered: bool = False                  # the verdict must come within VERDICT_BUDGET
+    title_has: Tuple[str, ...] = ()
+
+
+SCENARIOS = [
+    ProbeScenario("healthy", "healthy pair, agent on the peer", "ok", None,
+                  rungs={n: "passed" for n in range(1, 8)}),
+    ProbeScenario("healthy-reverse", "healthy pair, the other way round (h1 probes h2's agent)", "ok", None,
+                  rungs={n: "passed" for n in range(1, 8)}, client="h1"),
+    ProbeScenario("agent-not-running", "no agent on the peer: the rungs that need none", "ok", None,
+                  rungs={1: "passed", 2: "passed", 3: "passed", 4: "passed", 5: "passed", 6: "not-inspected",
+                         7: "not-inspected"}, agent=False),
+    ProbeScenario("netem-loss-1pct", "tc netem drops 1% of the probing host's packets (the burst's data)",
+                  "warning|failure", "packet-loss", ("PEER-BURST-LOSS", "PEER-BURST-FAILED"),
+                  rungs={5: "passed", 6: "passed"}, setup=(("client", "tc qdisc add dev eth0 root netem loss 1%"),)),
+    ProbeScenario("tcp-drop", "nft on the peer drops TCP 18515 and 18600", "failure", "firewall-blocks-port",
+                  ("PEER-TCP-FILTERED",), rungs={1: "passed", 2: "failed", 3: "skipped", 7: "skipped"},
+                  setup=(("peer", _nft("tcp dport { 18515, 18600 } drop")),), args=("--probe-perftest",),
+                  dead_or_filtered=True),
+    ProbeScenario("tcp-reject", "nft on the peer rejects TCP 18515 and 18600", "failure", "firewall-blocks-port",
+                  ("PEER-TCP-REJECTED",), rungs={2: "failed", 3: "skipped"},
+                  setup=(("peer", _nft("tcp dport { 18515, 18600 } reject")),), args=("--probe-perftest",),
+                  dead_or_filtered=True),
+    ProbeScenario("udp-4791-drop", "nft on the peer drops UDP 4791 (RoCEv2); TCP passes", "failure",
+                  "firewall-blocks-port", ("PEER-REMOTE-FIREWALL-ROCE",), rungs={4: "passed", 5: "failed"},
+                  setup=(("peer", _nft("udp dport 4791 drop")),), title_has=("inet filter input handle",)),
+    ProbeScenario("mtu-mismatch", "netdev MTU 9000 on the probing host, 1500 on the peer", "failure",
+                  "mtu-mismatch", ("PEER-MTU-MISMATCH-BREAKS",), rungs={5: "passed", 6: "failed"},
+                  setup=(("client", "ip link set eth0 mtu 9000"),), title_has=("9000 here, 1500 on the peer",)),
+    ProbeScenario("peer-netdev-down", "the peer's eth0 (under rxe0) is down", "failure", "port-down",
+                  ("PEER-GONE",), rungs={2: "failed", 3: "skipped"},
+                  setup=(("peer", "ip link set eth0 down"),), dead_or_filtered=True),
+    ProbeScenario("wrong-peer-address", f"check --peer {WRONG_ADDRESS}: nobody has it", "failure",
+                  "wrong-peer-address", ("HOST-PEER-NEIGHBOUR-FAILED", "PEER-NO-ARP"), rungs={2: "failed"},
+                  agent=False, target=WRONG_ADDRESS, dead_or_filtered=True),
+]
+
+
+@pytest.fixture(scope="module")
+def lab(lab_manager):
+    lab = lab_manager.get(PAIR)
+    for vm in lab.hosts.values():
+        vm.sh(f"umask 077 && printf '%s\\n' '{TOKEN}' > {TOKEN_FILE}")
+        # warm the guests' caches once (first imports over 9p), so the first scenario is timed like the others
+        vm.run(["python3", "-m", "rdmadoctor", "check", "--sample", "0"], timeout=CHECK_TIMEOUT, env=vm.python_env())
+    yield lab
+    if RESULTS:
+        table = results_table(RESULTS, lab)
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "results.md").write_text(table + "\n")
+        print("\n" + table)
+
+
+def results_table(rows: List[Dict], lab) -> str:
+    head = (f"Pair `{PAIR}`: h1 {lab.releases['h1']}, h2 {lab.releases['h2']} (TCG guests, 1 vCPU each)\n\n"
+            "| scenario | verdict | rule | first broken rung | probe decided (s) | check --peer total (s) |\n"
+            "|---|---|---|---|---:|---:|")
+    lines = [head]
+    for r in rows:
+        lines.append(f"| {r['scenario']} | {r['status']} {r['cause'] or ''} | {r['rule'] or '-'} | "
+                     f"{r['broken'] or '-'} | {r['probe']:.1f} | {r['total']:.1f} |")
+    return "\n".join(lines)
+
+
+def start_agent(vm: LabVM) -> int:
+    handle = vm.spawn(["python3", "-m", "rdmadoctor", "serve", "--bind", vm.address, "--token-file", TOKEN_FILE],
+                      env=vm.python_env())
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        state = vm.peek(handle)
+        if "listening on" in state.get("stderr", "") + state.get("stdout", ""):
+            return handle
+        if not state.get("running", True):
+            pytest.fail(f"the agent on {vm.name} exited: {state}")
+        time.sleep(0.5)
+    pytest.fail(f"the agent on {vm.name} did not start listening")
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_probe(lab, scenario: ProbeScenario):
+    lab.reset()
+    client = lab.hosts[scenario.client]
+    peer = lab.hosts["h1" if scenario.client == "h2" else "h2"]
+    agent = start_agent(peer) if scenario.agent else None
+    try:
+        for where, sh in scenario.setup:
+            (peer if where == "peer" else client).sh(sh)
+        target = scenario.target or peer.address
+        argv = ["python3", "-m", "rdmadoctor", "check", "--peer", target, "--token-file", TOKEN_FILE, "--json",
+                *scenario.args]
+        started = time.monotonic()
+        result = client.run(argv, timeout=CHECK_TIMEOUT, env=client.python_env())
+        total = time.monotonic() - started
+    finally:
+        if agent is not None:
+            peer.kill(agent)
+    assert not result.timed_out, result.output[-3000:]
+    try:
+        doc = json.loads(result.stdout)
+    except ValueError:
+        pytest.fail(f"check --peer gave no JSON (rc {result.rc}):\n{result.output[-3000:]}")
+    out = OUT / scenario.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "check.json").write_text(json.dumps(doc, indent=1))
+    probe = doc["facts"]["sections"]["probe"]["data"]
+    rungs = {i + 1: r for i, r in enumerate(r for r in doc["rungs"] if r["name"].startswith("peer-"))}
+    broken = next((f"{n} {r['name']}" for n, r in rungs.items() if r["state"] == "failed"), None)
+    verdict = doc["verdict"]
+    RESULTS.append({"scenario": scenario.name, "status": verdict["status"], "cause": verdict["cause"],
+                    "rule": verdict["rule"], "broken": broken, "probe": probe.get("network_seconds") or 0.0,
+                    "total": result.seconds or total})
+    summary = f"{verdict}; rungs {[(n, r['state'], r['detail'][:80]) for n, r in rungs.items()]}"
+    assert verdict["status"] in scenario.expect_status.split("|"), summary
+    assert verdict["cause"] == scenario.expect_cause, summary
+    if scenario.expect_rules:
+        assert verdict["rule"] in scenario.expect_rules, summary
+    for n, state in scenario.rungs.items():
+        assert rungs[n]["state"] == state, (n, rungs[n], summary)
+    for text in scenario.title_has:
+        assert any(text in f["title"] for f in doc["findings"]), [f["title"] for f in doc["findings"]]
+    if scenario.dead_or_filtered:
+        assert probe["network_seconds"] < VERDICT_BUDGET, probe["timeline"]
+    if scenario.agent and scenario.name.startswith("healthy"):
+        assert doc["facts"]["sections"]["peer"]["data"]["agent"]["auth"] == "hmac-sha256"
+        assert probe["listener"]["state"] == "finished"
