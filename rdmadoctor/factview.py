@@ -13,6 +13,9 @@ from typing import Any, Dict, List, Optional
 PERFTEST_DEFAULT_PIN = 128 * 1024          # 2 x 64 KiB: perftest's buffer with default options
 PERFTEST_ALL_SIZES_PIN = 16 * 1024 * 1024  # 2 x 8 MiB with -a
 _CHAIN = re.compile(r"(?:^|at )((?:inet|ip6?|netdev|bridge|arp) \S+ \S+) handle \d+")
+# Soft-RoCE / soft-iWARP log an application's QP errors (e.g. rxe's "make_send_cqe ... status = 13"):
+# those are not a device or firmware fault.
+_SOFTWARE_DRIVER = re.compile(r"\b(?:rdma_rxe|rxe\d*|siw\d*)\b|\brxe_|\bsiw_", re.IGNORECASE)
 PCI_SPEED = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
 PROVIDER_MODULES = ("mlx5_ib", "mlx4_ib", "irdma", "i40iw", "bnxt_re", "efa", "qedr", "hns_roce_hw_v2", "erdma",
                     "mana_ib", "rdma_rxe", "siw", "ionic_rdma", "cxgb4_iw", "vmw_pvrdma", "hfi1", "qib", "ocrdma")
@@ -139,7 +142,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "firewall_blocks": [],
         "listeners": listeners.get("tcp_listeners") or [],
         "pci": [],
-        "kernel_log": [l for l in ((kernel.get("log") or {}).get("lines") or [])
+        "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
+                       for l in ((kernel.get("log") or {}).get("lines") or [])
                        if l.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
         "peer": None,
