@@ -30,6 +30,32 @@ rules_app = typer.Typer(help="List the rule table, or show one rule with its exp
 app.add_typer(rules_app, name="rules")
 
 
+def _option(default, *names, **kw):
+    """typer.Option without typer's "[default: ...]" suffix: the help texts say the defaults that matter, and
+    the suffix is what makes typer load its rich help machinery (~80 ms of start-up)."""
+    return typer.Option(default, *names, show_default=False, **kw)
+
+
+def _argument(default, *names, **kw):
+    return typer.Argument(default, *names, show_default=False, **kw)
+
+
+def _required(value, hint: str, kind: str) -> None:
+    """Required parameters are checked here, not by typer (whose "[required]" suffix costs start-up)."""
+    if value is None or value == []:
+        raise click.exceptions.MissingParameter(param_hint=f"'{hint}'", param_type=kind)
+
+
+def _within(low, high):
+    """A range check as a callback (typer's min=/max= would print "[x>=5]" in the help)."""
+    def check(value):
+        if value is not None and ((low is not None and value < low) or (high is not None and value > high)):
+            bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise typer.BadParameter(f"{value} is not {bounds}")
+        return value
+    return check
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"rdmadoctor {__version__}")
@@ -37,7 +63,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+def _root(version: bool = _option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """rdmadoctor: explain perftest logs, check hosts, render reports."""
 
@@ -68,16 +94,17 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
 
 @app.command()
 def explain(
-    logs: List[str] = typer.Argument(..., metavar="LOG...",
+    logs: Optional[List[str]] = _argument(None, metavar="LOG...",
                                      help="perftest output: one or both sides, files or '-' for stdin."),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
-    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write an HTML report."),
-    link_rate: Optional[str] = typer.Option(None, "--link-rate", metavar="RATE",
+    json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
+    html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+    link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE",
                                             help="The link's rate (e.g. 100G) to judge bandwidth against."),
-    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
 ) -> None:
     """Name the root cause of a failing (or slow) perftest run from its output."""
+    _required(logs, "LOG...", "argument")
     from rdmadoctor import diagnose
     from rdmadoctor.logparse import InputError, parse_paths
     rate = None
@@ -115,29 +142,29 @@ def _peer_address(value: Optional[str]) -> Optional[str]:
 
 @app.command()
 def check(
-    peer: Optional[str] = typer.Option(None, "--peer", metavar="IP",
+    peer: Optional[str] = _option(None, "--peer", metavar="IP",
                                        help="The other host: check the route to it (and, with its agent, probe it)."),
-    port: int = typer.Option(18515, "--port", min=1, max=65535, help="perftest's side-channel port to check."),
-    log: List[str] = typer.Option([], "--log", metavar="FILE",
+    port: int = _option(18515, "--port", callback=_within(1, 65535), help="perftest's side-channel port to check (default 18515)."),
+    log: List[str] = _option([], "--log", metavar="FILE",
                                   help="A perftest log from this host to diagnose together with the facts (repeatable)."),
-    save: Optional[Path] = typer.Option(None, "--save", metavar="FILE", help="Write the collected facts to FILE (JSON)."),
-    from_file: Optional[Path] = typer.Option(None, "--from", metavar="FILE",
+    save: Optional[Path] = _option(None, "--save", metavar="FILE", help="Write the collected facts to FILE (JSON)."),
+    from_file: Optional[Path] = _option(None, "--from", metavar="FILE",
                                              help="Diagnose facts saved earlier with --save instead of this host's."),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
-    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write an HTML report."),
-    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
-    sample: float = typer.Option(1.0, "--sample", min=0.0, max=30.0, metavar="SECONDS",
-                                 help="Interval between the two port-counter samples (0: one sample)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+    json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
+    html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    sample: float = _option(1.0, "--sample", callback=_within(0.0, 30.0), metavar="SECONDS",
+                                 help="Interval between the two port-counter samples (default 1; 0: one sample)."),
+    verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
     # issue 5: the probe ladder against --peer (rdmadoctor/probe)
-    probe: bool = typer.Option(True, "--probe/--no-probe",
+    probe: bool = _option(True, "--probe/--no-probe",
                                help="With --peer: climb the probe ladder (TCP, rdma_cm, exchange, burst) and ask "
                                     "the peer's agent; --no-probe only checks the route."),
-    agent_port: int = typer.Option(18600, "--agent-port", min=1, max=65534, metavar="PORT",
-                                   help="TCP port of `rdmadoctor serve` on the peer (its rdma_cm listener: PORT+1)."),
-    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+    agent_port: int = _option(18600, "--agent-port", callback=_within(1, 65534), metavar="PORT",
+                                   help="TCP port of `rdmadoctor serve` on the peer (default 18600; its rdma_cm listener: PORT+1)."),
+    token_file: Optional[Path] = _option(None, "--token-file", metavar="FILE",
                                               help="The agent's shared token (default: $RDMADOCTOR_AGENT_TOKEN)."),
-    probe_perftest: bool = typer.Option(False, "--probe-perftest",
+    probe_perftest: bool = _option(False, "--probe-perftest",
                                         help="Also try a TCP connect to the peer's perftest port (--port): a "
                                              "waiting perftest server takes it for its client and fails."),
 ) -> None:
@@ -186,27 +213,119 @@ def check(
 
 @app.command()
 def serve(
-    bind: str = typer.Option("auto", "--bind", metavar="ADDR",
+    bind: str = _option("auto", "--bind", metavar="ADDR",
                              help="Address to listen on. Default: this host's only IPv4 address on an RDMA "
                                   "device (several or none: give one)."),
-    port: int = typer.Option(18600, "--port", min=1, max=65534, help="TCP port (its rdma_cm listener: PORT+1)."),
-    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+    port: int = _option(18600, "--port", callback=_within(1, 65534), help="TCP port (default 18600; its rdma_cm listener: PORT+1)."),
+    token_file: Optional[Path] = _option(None, "--token-file", metavar="FILE",
                                               help="Shared token, first line, mode 600 (default: "
                                                    "$RDMADOCTOR_AGENT_TOKEN; neither: no authentication)."),
-    max_clients: int = typer.Option(8, "--max-clients", min=1, max=256, help="Clients served at once."),
+    max_clients: int = _option(8, "--max-clients", callback=_within(1, 256), help="Clients served at once (default 8)."),
+    allow_perftest: bool = _option(False, "--allow-perftest",
+                                        help="Let `rdmadoctor bench` start perftest servers here (allowlisted "
+                                             "binaries and options only, one at a time)."),
 ) -> None:
-    """Be the peer for `rdmadoctor check --peer` on another host: facts and an rdma_cm listener (read-only)."""
+    """Be the peer for `rdmadoctor check --peer` (facts, an rdma_cm listener) and, opted in, `rdmadoctor bench`."""
     from rdmadoctor.agent import serve as agent_serve       # issue 5
-    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients))
+    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients, allow_perftest=allow_perftest))
+
+
+@app.command()
+def bench(
+    peer: Optional[str] = _option(None, "--peer", metavar="IP", help="The other host (required); its agent starts the servers."),
+    test: str = _option("ib_write_bw", "--test", metavar="TOOL", help="The perftest binary, both sides (default ib_write_bw)."),
+    qp: str = _option("1", "--qp", metavar="N[,N...]", help="QP counts to sweep, e.g. 1,2,4,8,16 (default 1)."),
+    size: Optional[str] = _option(None, "--size", metavar="S[,S...]", help="Message sizes, e.g. 4K,64K,1M."),
+    device: Optional[str] = _option(None, "--ib-dev", "-d", metavar="DEV", help="RDMA device (both sides)."),
+    gid_index: Optional[int] = _option(None, "--gid-index", "-x", callback=_within(0, 64), help="GID index (both sides)."),
+    duration: Optional[int] = _option(None, "--duration", "-D", callback=_within(1, 600), help="Seconds per combination."),
+    iters: Optional[int] = _option(None, "--iters", "-n", callback=_within(5, None), help="Iterations per combination."),
+    agent_port: int = _option(18600, "--agent-port", callback=_within(1, 65535), help="The peer agent's TCP port (default 18600)."),
+    token_file: Optional[Path] = _option(None, "--token-file", metavar="FILE", help="The agent's shared token."),
+    link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE", help="Link rate to judge against."),
+    stop_on_failure: bool = _option(False, "--stop-on-failure", help="Stop at the first failed combination."),
+    save: Optional[Path] = _option(None, "--save", metavar="FILE", help="Write the results (for --compare)."),
+    csv_file: Optional[Path] = _option(None, "--csv", metavar="FILE", help="Write the results as CSV."),
+    compare: Optional[Path] = _option(None, "--compare", metavar="OLD.json", help="An earlier --save to compare with."),
+    threshold: float = _option(10.0, "--threshold", callback=_within(0.0, 100.0), help="Regression threshold in percent (default 10)."),
+    json_out: bool = _option(False, "--json", help="Print the diagnosis as JSON (schema rdmadoctor/1)."),
+    html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+) -> None:
+    """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
+    _required(peer, "--peer", "option")
+    from rdmadoctor import diagnose
+    from rdmadoctor.agent import protocol as ap
+    from rdmadoctor.bench import plan, results
+    from rdmadoctor.bench import run as bench_run
+    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError
+    try:
+        common = {k: v for k, v in (("ib-dev", device), ("gid-index", gid_index), ("duration", duration),
+                                    ("iters", iters)) if v is not None}
+        sweep = plan.Sweep(test, plan.parse_counts(qp), plan.parse_sizes(size) if size else [None], common)
+        specs = sweep.specs()
+        rate = diagnose.parse_rate(link_rate) if link_rate else None
+    except (plan.PlanError, ValueError) as exc:
+        raise typer.BadParameter(str(exc))
+    earlier = None
+    if compare is not None:
+        try:
+            earlier = results.load_json(compare)
+        except results.BenchFileError as exc:
+            raise _fail_input(str(exc))
+    address = _peer_address(peer)
+    try:
+        token, _ = ap.read_token(str(token_file) if token_file else None)
+    except ValueError as exc:
+        raise _fail_input(str(exc))
+    remote = AgentPeer(address, agent_port, token)
+    try:
+        remote.hello()
+    except BenchAgentError as exc:
+        raise _fail_input(str(exc))
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    err = Console(stderr=True)
+    err.print(f"bench: {len(specs)} combinations of {test} with {address}, about "
+              f"{plan.estimate_seconds(specs) / 60:.1f} min")
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeRemainingColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("starting", total=len(specs))
+
+        def done(combo) -> None:
+            shown = f"{combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else combo.status
+            progress.update(task, advance=1, description=f"{combo.label}: {shown}")
+            err.print(f"  {combo.label}: {combo.status}" + (f", {combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps
+                                                             is not None else "")
+                      + (f" ({(combo.verdict or {}).get('cause')}: {(combo.verdict or {}).get('summary')})"
+                         if combo.status != "ok" else ""))
+        outcome = bench_run.run_sweep(specs, address, remote, rate, stop_on_failure, on_result=done)
+    outcome.facts = {"peer": remote.facts()}
+    from rdmadoctor.collectors import collect_facts
+    from rdmadoctor.collectors.base import CollectContext
+    local = collect_facts(CollectContext(peer=address, sample_seconds=0))
+    outcome.facts["local"] = local
+    for path, write in ((save, lambda p: results.save_json(outcome, p)),
+                        (csv_file, lambda p: p.write_text(results.to_csv(outcome), encoding="utf-8"))):
+        if path is not None:
+            try:
+                write(path)
+            except OSError as exc:
+                raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
+    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0)
+    diagnosis.bench = {k: v for k, v in outcome.to_dict().items() if k != "facts"}
+    code = _emit(diagnosis, json_out, html, verbose=False)
+    raise typer.Exit(130 if outcome.interrupted else code)
 
 
 @app.command()
 def report(
-    result: Path = typer.Argument(..., metavar="RESULT.json", help="A saved `--json` result of explain or check."),
-    output: Path = typer.Option(..., "--output", "-o", metavar="FILE", help="The HTML file to write."),
-    redact: bool = typer.Option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names."),
+    result: Optional[Path] = _argument(None, metavar="RESULT.json", help="A saved `--json` result of explain or check."),
+    output: Optional[Path] = _option(None, "--output", "-o", metavar="FILE", help="The HTML file to write (required)."),
+    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names."),
 ) -> None:
     """Render a saved JSON result as one self-contained HTML file."""
+    _required(result, "RESULT.json", "argument")
+    _required(output, "--output", "option")
     import json
     from rdmadoctor.render import html as hr
     from rdmadoctor.render.json_out import SCHEMA
@@ -227,7 +346,7 @@ def report(
 
 
 @rules_app.command("list")
-def rules_list(json_out: bool = typer.Option(False, "--json", help="As JSON.")) -> None:
+def rules_list(json_out: bool = _option(False, "--json", help="As JSON.")) -> None:
     """Every rule: id, severity, cause, title."""
     import json
     from rdmadoctor.engine import rules
@@ -241,8 +360,9 @@ def rules_list(json_out: bool = typer.Option(False, "--json", help="As JSON.")) 
 
 
 @rules_app.command("show")
-def rules_show(rule_id: str = typer.Argument(..., metavar="ID")) -> None:
+def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID")) -> None:
     """One rule: what it matches, why, how to fix, what it explains."""
+    _required(rule_id, "ID", "argument")
     from rdmadoctor.engine import rules
     by_id = {r.id: r for r in rules.load()}
     rule = by_id.get(rule_id.upper())

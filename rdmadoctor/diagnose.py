@@ -101,3 +101,54 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     return Diagnosis(command="check", verdict=verdict, findings=findings, runs=runs,
                      sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
                      comparisons=comparisons(runs), notes=notes)
+
+
+def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
+          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10) -> Diagnosis:
+    """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
+    link rate attributed with the hosts' facts, regressions against an earlier sweep."""
+    import io
+    from rdmadoctor import factview
+    from rdmadoctor.bench.results import regressions
+    from rdmadoctor.logparse import parse_streams
+    findings = []
+    for combo in result.results:
+        if combo.status == "ok" or not (combo.client_log or combo.server_log):
+            continue
+        parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
+                                (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
+        for f in explain(parsed, result.link_rate_gbps).findings:
+            f.title = f"[{combo.label}] {f.title}"
+            f.key = f"{combo.label}|{f.key}"
+            findings.append(f)
+    view = factview.build(local_facts or {"sections": {}})
+    view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
+    rate = result.link_rate_gbps
+    shortfalls = []
+    best = result.best()
+    if rate and best is not None and best.bw_avg_gbps is not None and best.bw_avg_gbps < 0.9 * rate:
+        shortfalls.append({"label": best.label, "gbps": best.bw_avg_gbps, "rate": rate,
+                           "fraction": best.bw_avg_gbps / rate})
+    hosts = [v for v in (view, view["peer_facts"]) if v]
+    mtus = [p["active_mtu"] for v in hosts for p in v["ports"] if p.get("is_roce") and p.get("state") == "ACTIVE"
+            and p.get("active_mtu")]
+    degraded = [f"{v['host'].get('hostname') or 'host'}: {p['label']} {p.get('current_link_speed')} "
+                f"x{p.get('current_link_width')} (can {p.get('max_link_speed')} x{p.get('max_link_width')})"
+                for v in hosts for p in v["pci"] if p.get("degraded")]
+    view["bench"] = {"shortfalls": shortfalls, "roce_mtu": min(mtus) if mtus else None, "pcie_degraded": degraded,
+                     "regressions": regressions(result, earlier, threshold) if earlier else [],
+                     "failed": [c.label for c in result.results if c.status != "ok"],
+                     "done": len(result.results), "interrupted": result.interrupted}
+    ctx = context(None, facts_view=view)
+    ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"
+    from rdmadoctor.engine import rules as rule_table
+    bench_rules = [r for r in rule_table.load() if r.id.startswith("BENCH-")]
+    findings = evaluate.rank(findings + evaluate.find([], ctx, bench_rules))
+    verdict = evaluate.verdict(findings, [], ctx)
+    if verdict.status == "ok":
+        done = [c for c in result.results if c.status == "ok"]
+        verdict.summary = (f"All {len(done)} combinations ran" + (f"; best {best.label}: {best.bw_avg_gbps:g} Gb/s"
+                                                                 if best and best.bw_avg_gbps else ""))
+    facts = local_facts
+    return Diagnosis(command="bench", verdict=verdict, findings=findings, facts=facts, link_rate_gbps=rate,
+                     notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []))

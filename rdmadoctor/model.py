@@ -196,3 +196,4 @@ class Diagnosis:
     comparisons: List[Dict[str, Any]] = field(default_factory=list)   # server vs client parameters
     notes: List[str] = field(default_factory=list)                    # e.g. what could not be read
     link_rate_gbps: Optional[float] = None                           # what results were judged against
+    bench: Optional[Dict[str, Any]] = None                           # bench's sweep (rdmadoctor-bench/1)

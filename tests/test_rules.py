@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CASES = tomllib.loads((ROOT / "tests" / "rules" / "cases.toml").read_text(encoding="utf-8"))
 FACT_CASES = tomllib.loads((ROOT / "tests" / "rules" / "fact_cases.toml").read_text(encoding="utf-8"))
+BENCH_CASES = tomllib.loads((ROOT / "tests" / "rules" / "bench_cases.toml").read_text(encoding="utf-8"))
 SNIPPETS = CASES["snippets"]
 TABLE = rule_table.load()
 CAUSES = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (ROOT / "docs" / "causes.md").read_text(), re.M))
@@ -135,9 +136,37 @@ def test_fact_rule_case(rule, kind, index, entry, verdict):
         assert not fired, f"{rule} fired on a quiet case: {fired[0].title}"
 
 
+def _bench_result(rows, link_rate=None):
+    from rdmadoctor.bench.results import BenchResult, ComboResult
+    combos = [ComboResult("ib_write_bw", qp, size, "ok", 1.0, ["ib_write_bw"], bw_avg_gbps=bw) for qp, size, bw in rows]
+    return BenchResult("192.0.2.2", "2026-11-29T00:00:00+00:00", link_rate, combos)
+
+
+BENCH_PARAMS = [(c["rule"], kind, i, entry, c.get("verdict"))
+                for c in BENCH_CASES["case"] for kind in ("fires", "quiet") for i, entry in enumerate(c.get(kind, []))]
+
+
+@pytest.mark.parametrize("rule,kind,index,entry,verdict", BENCH_PARAMS,
+                         ids=[f"{p[0]}-{p[1]}-{p[2]}" for p in BENCH_PARAMS])
+def test_bench_rule_case(rule, kind, index, entry, verdict):
+    from rdmadoctor.diagnose import bench
+    spec = entry["facts"] if entry["facts"].startswith("tree:") else "facts:" + entry["facts"]
+    facts = facts_for({"input": spec, "with": entry.get("with", {})})
+    earlier = _bench_result(entry["earlier"]).to_dict() if entry.get("earlier") else None
+    d = bench(_bench_result(entry["results"], entry.get("link_rate")), facts, None, earlier)
+    fired = [f for f in d.findings if f.rule == rule]
+    if kind == "fires":
+        assert fired and all(f.evidence for f in fired), [f.rule for f in d.findings]
+        assert all("?" not in f.title for f in fired), [f.title for f in fired]
+        if verdict is not None and index == 0:
+            assert d.verdict.cause == verdict, d.verdict
+    else:
+        assert not fired, fired[0].title
+
+
 def test_every_rule_has_a_firing_and_a_quiet_case():
     covered = {}
-    for case in CASES["case"] + FACT_CASES["case"]:
+    for case in CASES["case"] + FACT_CASES["case"] + BENCH_CASES["case"]:
         covered.setdefault(case["rule"], set()).update(k for k in ("fires", "quiet") if case.get(k))
     missing = [r.id for r in TABLE if covered.get(r.id) != {"fires", "quiet"}]
     assert not missing, f"rules without both a firing and a quiet case: {missing}"

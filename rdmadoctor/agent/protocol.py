@@ -17,6 +17,10 @@ Operations (protocol 1):
     facts  {port?}              -> facts               (this host's facts, asked about the client's address)
     listen {}                   -> rdma_port, address, nonce, deadline   (starts the rdma_cm listener child)
     result {wait?}              -> listener            (waits for the listener child's report, then tears it down)
+    perftest {tool, options}    -> handle, port, argv   (only with `serve --allow-perftest`: starts a perftest
+                                   server from bench's allowlist; rdmadoctor/agent/perftest.py)
+    perftest-wait {handle, wait} -> output, rc, timed_out, seconds
+    perftest-stop {handle}      -> output, rc, ...      (a connection that closes stops its servers too)
     bye                         -> (closes the connection)
 
 The client chooses no command and no file: `port` (an int) and `wait` (seconds, capped) are the only
@@ -51,7 +55,7 @@ NAME = "rdmadoctor-agent/1"
 DEFAULT_PORT = 18600            # TCP; the rdma_cm listener uses DEFAULT_PORT + 1 in the RDMA_PS_TCP space
 MAX_REQUEST = 64 * 1024         # bytes of one request line
 MAX_ANSWER = 32 * 1024 * 1024   # what a client accepts for one answer (facts can be large)
-OPS = ("hello", "auth", "facts", "listen", "result", "bye")
+OPS = ("hello", "auth", "facts", "listen", "result", "perftest", "perftest-wait", "perftest-stop", "bye")
 TOKEN_ENV = "RDMADOCTOR_AGENT_TOKEN"
 
 

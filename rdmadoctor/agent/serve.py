@@ -35,7 +35,7 @@ def resolve_bind(bind: str) -> str:
 
 
 def main(bind: str = "auto", port: int = p.DEFAULT_PORT, token_file: Optional[Path] = None,
-         max_clients: int = 8, ready: Optional[threading.Event] = None) -> int:
+         max_clients: int = 8, ready: Optional[threading.Event] = None, allow_perftest: bool = False) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s rdmadoctor-agent %(message)s", "%Y-%m-%dT%H:%M:%S"))
     LOG.addHandler(handler)
@@ -47,7 +47,8 @@ def main(bind: str = "auto", port: int = p.DEFAULT_PORT, token_file: Optional[Pa
     except (AgentError, ValueError) as exc:
         _say(str(exc))
         return EXIT_USAGE
-    agent = Agent(Config(bind=address, port=port, token=token, max_clients=max_clients))
+    agent = Agent(Config(bind=address, port=port, token=token, max_clients=max_clients,
+                         allow_perftest=allow_perftest))
     try:
         host, real_port = agent.open()
     except AgentError as exc:
@@ -55,7 +56,8 @@ def main(bind: str = "auto", port: int = p.DEFAULT_PORT, token_file: Optional[Pa
         return EXIT_RUNTIME
     auth = f"HMAC token from {origin}" if token else "NO authentication (set --token-file or $%s)" % p.TOKEN_ENV
     _say(f"listening on {host}:{real_port} (rdma_cm listener on port {agent.rdma_port} when a probe asks); "
-         f"{auth}; at most {max_clients} clients")
+         f"{auth}; at most {max_clients} clients"
+         + ("; perftest servers allowed for `rdmadoctor bench`" if allow_perftest else ""))
     if address in ("0.0.0.0", "::"):
         _say("warning: listening on every interface; --bind <the RDMA address> keeps the agent off other networks")
     if token is None and address not in ("127.0.0.1", "::1"):

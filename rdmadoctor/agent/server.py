@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from rdmadoctor.agent.perftest import PerftestRefused, PerftestServers
 from rdmadoctor.agent import protocol as p
 
 LOG = logging.getLogger("rdmadoctor.agent")
@@ -63,6 +64,7 @@ class Config:
     listener: Optional[Callable[..., Any]] = None                  # tests: a fake listener factory
     idle: float = IDLE
     session: float = SESSION
+    allow_perftest: bool = False                                   # serve --allow-perftest (bench)
 
 
 def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
@@ -220,6 +222,7 @@ class Agent:
     def __init__(self, config: Config):
         self.config = config
         self.facts = FactsCache(config.facts or collect_for)
+        self.perftest = PerftestServers(config.allow_perftest, config.bind)
         self.active = 0
         self.lock = threading.Lock()
         self.listener_owner: Optional[int] = None
@@ -385,7 +388,8 @@ class Session:
             from rdmadoctor import __version__
             return p.answer(request, agent="rdmadoctor", version=__version__, protocol=p.PROTOCOL, ops=list(p.OPS),
                             auth="hmac-sha256" if cfg.token else "none", challenge=self.challenge,
-                            client=self.client, bind=self.local, rdma_port=self.agent.rdma_port), "ok", ""
+                            client=self.client, bind=self.local, rdma_port=self.agent.rdma_port,
+                            perftest=cfg.allow_perftest), "ok", ""
         if op == "auth":
             if cfg.token is None:
                 return p.answer(request, note="this agent has no token: nothing to check"), "ok", "no token set"
@@ -411,6 +415,8 @@ class Session:
             return p.answer(request, facts=facts, cached=cached), "ok", f"port={port}{' cached' if cached else ''}"
         if op == "listen":
             return self._listen(request)
+        if op.startswith("perftest"):
+            return self._perftest(request)
         if op == "result":
             wait = p.number_field(request, "wait", 10.0, 0.0, RESULT_WAIT_MAX)
             if self.listener is None:
@@ -442,6 +448,21 @@ class Session:
         return (p.answer(request, address=self.local, rdma_port=agent.rdma_port, nonce=nonce,
                          deadline=LISTENER_LIFETIME), "ok", f"rdma_cm {self.local}:{agent.rdma_port}")
 
+    def _perftest(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        servers, op = self.agent.perftest, request["op"]
+        try:
+            if op == "perftest":
+                started = servers.start(self.number, request.get("tool"), request.get("options"))
+                return p.answer(request, **started), "ok", " ".join(started["argv"])
+            if op == "perftest-wait":
+                wait = p.number_field(request, "wait", 10.0, 0.0, 120.0)
+                done = servers.wait(self.number, request.get("handle"), wait)
+            else:
+                done = servers.stop(self.number, request.get("handle"))
+        except PerftestRefused as exc:
+            raise p.ProtocolError(exc.code, exc.message)
+        return p.answer(request, **done), "ok", f"rc={done['rc']}{' timed out' if done['timed_out'] else ''}"
+
     def _release(self) -> None:
         with self.agent.lock:
             if self.agent.listener_owner == self.number:
@@ -452,6 +473,7 @@ class Session:
             self.listener.close()
             self.listener = None
         self._release()
+        self.agent.perftest.stop_all(self.number)
         try:
             self.conn.close()
         except OSError:

@@ -85,7 +85,22 @@ def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: 
         started = time.monotonic()
         handle = None
         try:
-            server = remote.start_server(spec)
+            try:
+                server = remote.start_server(spec)
+            except Exception as exc:         # the agent refused or failed to start this one: record it
+                if type(exc).__name__ != "BenchAgentError":
+                    raise
+                combo = ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)),
+                                    size=int(spec.get("size")) if spec.get("size") else None, status="failed",
+                                    seconds=round(time.monotonic() - started, 3), argv=spec.argv(),
+                                    verdict={"status": "unknown", "cause": "unknown", "rule": None,
+                                             "summary": str(exc)})
+                result.results.append(combo)
+                if on_result is not None:
+                    on_result(combo)
+                if stop_on_failure:
+                    break
+                continue
             handle = server["handle"]
             argv = spec.argv(server=peer, port=int(server["port"]))
             local = client(argv, expected_seconds(spec) + CLIENT_GRACE)

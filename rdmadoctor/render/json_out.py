@@ -50,6 +50,7 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
                    for s in diagnosis.sources],
         "link_rate_gbps": diagnosis.link_rate_gbps,
         "facts": diagnosis.facts,
+        "bench": diagnosis.bench,
         "notes": diagnosis.notes,
     }
 

@@ -60,6 +60,25 @@ def _finding(console: Console, f: Finding, verbose: bool) -> None:
     console.print()
 
 
+def _bench_table(console: Console, bench: dict) -> None:
+    from rich.table import Table
+    table = Table(title=f"Sweep with {bench.get('peer')}", title_justify="left", show_edge=False)
+    for column in ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us", "cause"):
+        table.add_column(column, justify="right" if column[0].isupper() or column.startswith("t_") else "left")
+    for r in bench.get("results", []):
+        best = " (best)" if r.get("tool") and bench.get("best") and bench["best"].startswith(r["tool"]) and \
+            bench["best"] == _combo_label(r) else ""
+        cells = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
+        table.add_row(_combo_label(r) + best, r.get("status", ""), *cells, (r.get("verdict") or {}).get("cause") or "",
+                      style="red" if r.get("status") != "ok" else ("bold" if best else ""))
+    console.print(table)
+    console.print()
+
+
+def _combo_label(r: dict) -> str:
+    return f"{r.get('tool')} qp={r.get('qp')}" + (f" size={r['size']}" if r.get("size") is not None else "")
+
+
 def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     v = d.verdict
     label, style = STATUS_STYLE[v.status]
@@ -83,6 +102,9 @@ def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     for note in d.notes:
         console.print(Text("  Note: " + note, style="dim"))
     console.print()
+
+    if d.bench:
+        _bench_table(console, d.bench)
 
     if d.rungs:
         console.print("[bold]Ladder[/]")

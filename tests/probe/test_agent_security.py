@@ -120,7 +120,7 @@ def test_malformed_requests_get_an_error_and_the_connection_goes_on():
 def test_unknown_ops_and_newer_protocols_are_refused_with_what_is_supported():
     with running_agent() as (_, port):
         c = LineClient(port)
-        answer = c.call(op="perftest", id=1, args=["-d", "mlx5_0"])
+        answer = c.call(op="reboot", id=1, args=["-d", "mlx5_0"])
         assert answer["error"]["code"] == "unknown-op" and "facts" in answer["error"]["message"]
         answer = c.call(op="hello", id=2, v=2)
         assert answer["error"]["code"] == "unsupported-version"
@@ -222,3 +222,21 @@ def test_protocol_answers_are_json_lines_with_the_request_id():
         assert c.receive()["id"] == 42
         assert c.closed()
         assert json.loads(p.encode(p.answer({"id": 3}, x=1)))["ok"] is True
+
+
+def test_perftest_requests_need_the_opt_in_and_stay_inside_the_allowlist():
+    with running_agent() as (_, port):                       # started without --allow-perftest
+        c = LineClient(port)
+        answer = c.call(op="perftest", id=1, tool="ib_write_bw", options={"qp": 2})
+        assert answer["error"]["code"] == "not-allowed" and "--allow-perftest" in answer["error"]["message"]
+        assert c.call(op="hello", id=2)["ok"]                # and it keeps serving
+    with running_agent(allow_perftest=True) as (_, port):
+        c = LineClient(port)
+        for tool, options, needle in (("sh", {}, "tool 'sh' is not allowed"),
+                                      ("ib_write_bw", {"output": "/etc/passwd"}, "option 'output' is not allowed"),
+                                      ("ib_write_bw", {"ib-dev": "rxe0; reboot"}, "not a valid value"),
+                                      ("ib_write_bw", ["-d", "rxe0"], "needs 'tool'")):
+            answer = c.call(op="perftest", id=3, tool=tool, options=options)
+            assert not answer["ok"] and needle in answer["error"]["message"], answer
+        answer = c.call(op="perftest-wait", id=4, handle=99, wait=0)
+        assert answer["error"]["code"] == "bad-request"      # no server 99 on this connection

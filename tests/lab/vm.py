@@ -1,0 +1,559 @@
+"""Two QEMU VMs joined by one virtual wire, running the real Soft-RoCE (rdma_rxe) stack.
+
+    with Lab("bookworm", "trixie") as lab:      # h1 = 192.0.2.1 (bookworm), h2 = 192.0.2.2 (trixie)
+        lab.reset()                              # healthy baseline, verified
+        r = lab.h2.run("ib_write_bw -d rxe0 192.0.2.1", timeout=30, pty=True)
+        lab.replace("h2", "bookworm")            # same wire, another release
+
+Design:
+* TCG (``-accel tcg -cpu max``): KVM guests hang on these machines. One vCPU, 1 GiB each.
+* The wire is a pair of UDP sockets on 127.0.0.1 (``-netdev socket,udp=…,localaddr=…``) with ports
+  picked free at start, so two labs can coexist. The guests' only NIC is that wire; no user-mode
+  networking. Inside, only 192.0.2.1 (h1) and 192.0.2.2 (h2) are used.
+* The control plane is a virtio-serial port ("ctl") exposed as a unix socket in a private temp dir,
+  spoken to by ``guest_agent.py`` (started by the image's init from the 9p-shared repo).
+* ``-snapshot``: the cached image is never written; every boot starts from the same state.
+* Every wait has a deadline; VMs die with their parent (PR_SET_PDEATHSIG) and on ``close()``/exit.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import image as lab_image
+
+REPO = lab_image.REPO
+ADDRESSES = {"h1": "192.0.2.1", "h2": "192.0.2.2"}
+MACS = {"h1": "52:54:00:c0:02:01", "h2": "52:54:00:c0:02:02"}
+PEER = {"h1": "h2", "h2": "h1"}
+PREFIX = 24
+NETDEV = "eth0"
+RXE = "rxe0"
+BOOT_TIMEOUT = float(os.environ.get("RDMADOCTOR_LAB_BOOT_TIMEOUT", "180"))
+MEMORY_MB = 1024
+GUEST_PYTHONPATH = "/lab/src:/lab/site"
+PERFTEST_BINARIES = ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw", "ib_send_lat",
+                     "ib_atomic_bw", "ib_atomic_lat", "raw_ethernet_bw", "raw_ethernet_lat", "rping", "ucmatose",
+                     "udaddy", "ibv_rc_pingpong", "ibv_ud_pingpong"]
+
+
+class LabError(RuntimeError):
+    pass
+
+
+@dataclass
+class Result:
+    rc: Optional[int]
+    output: str
+    timed_out: bool
+    seconds: float
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+    @classmethod
+    def from_answer(cls, answer: Dict) -> "Result":
+        out, err = answer.get("stdout", ""), answer.get("stderr", "")
+        return cls(rc=answer.get("rc"), output=out + err, timed_out=bool(answer.get("timed_out")),
+                   seconds=float(answer.get("seconds") or 0.0), stdout=out, stderr=err)
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pdeathsig():
+    """Runs in the qemu child: die with the thread that started it (the lab's owner)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setsid()
+
+
+_LIVE: "weakref.WeakSet[LabVM]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_all():
+    for vm in list(_LIVE):
+        vm.kill_qemu()
+
+
+class AgentClient:
+    """JSON lines over the VM's control socket; calls may overlap (answers are matched by id)."""
+
+    def __init__(self, path: Path, deadline: float):
+        self.sock = None
+        while True:
+            try:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(str(path))
+                self.sock = sock
+                break
+            except OSError:
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise LabError("control socket %s never appeared" % path)
+                time.sleep(0.1)
+        self.ids = itertools.count(1)
+        self.pending: Dict[int, Dict] = {}
+        self.cond = threading.Condition()
+        self.closed = False
+        self.send_lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        buffer = b""
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    try:
+                        answer = json.loads(line)
+                    except ValueError:
+                        continue
+                    with self.cond:
+                        self.pending[answer.get("id")] = answer
+                        self.cond.notify_all()
+        except OSError:
+            pass
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def send(self, request: Dict) -> int:
+        rid = next(self.ids)
+        request = dict(request, id=rid)
+        with self.send_lock:
+            self.sock.sendall((json.dumps(request) + "\n").encode())
+        return rid
+
+    def receive(self, rid: int, timeout: float) -> Optional[Dict]:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while rid not in self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.closed:
+                    return None
+                self.cond.wait(min(left, 1.0))
+            return self.pending.pop(rid)
+
+    def call(self, request: Dict, timeout: float) -> Dict:
+        rid = self.send(request)
+        answer = self.receive(rid, timeout)
+        if answer is None:
+            raise LabError("agent did not answer %s within %.0f s%s" % (
+                request.get("op"), timeout, " (connection closed)" if self.closed else ""))
+        if "error" in answer:
+            raise LabError("agent error for %s: %s" % (request.get("op"), answer["error"]))
+        return answer
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class LabVM:
+    """One lab host: a QEMU process, its console log and its control agent."""
+
+    def __init__(self, name: str, release: str, wire_local: int, wire_remote: int, workdir: Path,
+                 image: Optional[lab_image.Image] = None, site: Optional[Path] = None):
+        if name not in ADDRESSES:
+            raise ValueError("host must be h1 or h2")
+        self.name, self.release = name, release
+        self.address = ADDRESSES[name]
+        self.wire_local, self.wire_remote = wire_local, wire_remote
+        self.workdir = workdir
+        self.image = image or lab_image.ensure_image(release)
+        self.site = site or lab_image.ensure_site()
+        self.ctl_path = workdir / ("%s.ctl" % name)
+        self.console_path = workdir / ("%s-%s.console" % (name, release))
+        self.proc: Optional[subprocess.Popen] = None
+        self.agent: Optional[AgentClient] = None
+        self.boot_seconds: Optional[float] = None
+        self.info: Dict = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def argv(self) -> List[str]:
+        append = ("console=ttyS0 root=/dev/vda rw rootfstype=ext4 init=/lab-init net.ifnames=0 quiet "
+                  "panic=-1 mitigations=off lab.host=%s" % self.name)
+        return [
+            "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", str(MEMORY_MB), "-smp", "1",
+            "-nographic", "-no-reboot", "-snapshot", "-nodefaults", "-serial", "stdio",
+            "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", append,
+            "-drive", "file=%s,format=raw,if=virtio" % self.image.rootfs,
+            "-netdev", "socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d" % (self.wire_remote, self.wire_local),
+            "-device", "virtio-net-pci,netdev=n0,mac=%s" % MACS[self.name],
+            "-virtfs", "local,path=%s,mount_tag=src,security_model=none,readonly=on" % REPO,
+            "-virtfs", "local,path=%s,mount_tag=site,security_model=none,readonly=on" % self.site,
+            "-device", "virtio-serial",
+            "-chardev", "socket,id=ctl,path=%s,server=on,wait=off" % self.ctl_path,
+            "-device", "virtserialport,chardev=ctl,name=ctl",
+        ]
+
+    def start(self) -> None:
+        """Starts QEMU (call from the thread that owns the lab: the VM dies with that thread)."""
+        lab_image.require_tools(["qemu-system-x86_64"])
+        if self.ctl_path.exists():
+            self.ctl_path.unlink()
+        self._started = time.monotonic()
+        self._console = open(self.console_path, "wb")
+        self.proc = subprocess.Popen(self.argv(), stdout=self._console, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+        _LIVE.add(self)
+
+    def wait_ready(self, timeout: float = BOOT_TIMEOUT) -> None:
+        """Waits until the agent answers a ping; fails early if QEMU exits."""
+        deadline = self._started + timeout
+        while not self.ctl_path.exists():
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise LabError("%s: QEMU made no control socket%s" % (self.name, self.console_tail()))
+            time.sleep(0.1)
+        self.agent = AgentClient(self.ctl_path, deadline)
+        while True:
+            self._check_alive()
+            rid = self.agent.send({"op": "ping"})
+            if self.agent.receive(rid, 2.0):
+                break
+            if time.monotonic() > deadline:
+                raise LabError("%s (%s): agent not ready after %.0f s%s" % (
+                    self.name, self.release, timeout, self.console_tail()))
+        self.boot_seconds = round(time.monotonic() - self._started, 1)
+        self.info = self._collect_info()
+
+    def boot(self, timeout: float = BOOT_TIMEOUT) -> None:
+        self.start()
+        self.wait_ready(timeout)
+
+    def _check_alive(self):
+        if self.proc is None or self.proc.poll() is not None:
+            raise LabError("%s: QEMU exited (rc %s)%s" % (
+                self.name, None if self.proc is None else self.proc.returncode, self.console_tail()))
+
+    def console_tail(self, lines: int = 25) -> str:
+        try:
+            text = self.console_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n--- %s console (last %d lines) ---\n%s" % (self.name, lines, "\n".join(text.splitlines()[-lines:]))
+
+    def shutdown(self, timeout: float = 15) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None and self.agent is not None:
+            try:
+                self.agent.send({"op": "run", "sh": "sync; echo 1 > /proc/sys/kernel/sysrq; "
+                                 "echo o > /proc/sysrq-trigger", "timeout": 5})
+                self.proc.wait(timeout=timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill_qemu()
+
+    def kill_qemu(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if getattr(self, "_console", None):
+            self._console.close()
+        _LIVE.discard(self)
+
+    # ---- commands --------------------------------------------------------------------------------
+    def _request(self, cmd, timeout: float, user: Optional[str], pty: bool, env: Optional[Dict],
+                 rlimits: Optional[Dict]) -> Dict:
+        request = {"timeout": timeout, "pty": pty}
+        if isinstance(cmd, (list, tuple)):
+            request["argv"] = list(cmd)
+        else:
+            request["sh"] = cmd
+        if user:
+            request["user"] = user
+        if env:
+            request["env"] = env
+        if rlimits:
+            request["rlimits"] = rlimits
+        return request
+
+    def run(self, cmd, timeout: float = 60, user: Optional[str] = None, pty: bool = False,
+            env: Optional[Dict] = None, rlimits: Optional[Dict] = None) -> Result:
+        """Runs a command (a shell string or an argv list) and waits for it (killed at ``timeout``)."""
+        if self.agent is None:
+            raise LabError("%s is not running" % self.name)
+        answer = self.agent.call(dict(self._request(cmd, timeout, user, pty, env, rlimits), op="run"),
+                                 timeout + 15)
+        return Result.from_answer(answer)
+
+    def sh(self, cmd: str, timeout: float = 60) -> str:
+        """Runs a root shell command that must succeed; returns its stdout."""
+        result = self.run(cmd, timeout=timeout)
+        if not result.ok:
+            raise LabError("%s: command failed (rc %s%s): %s\n%s" % (
+                self.name, result.rc, ", timed out" if result.timed_out else "", cmd, result.output[-2000:]))
+        return result.stdout
+
+    def spawn(self, cmd, user: Optional[str] = None, pty: bool = False, env: Optional[Dict] = None,
+              rlimits: Optional[Dict] = None) -> int:
+        answer = self.agent.call(dict(self._request(cmd, 0, user, pty, env, rlimits), op="spawn"), 30)
+        return answer["handle"]
+
+    def peek(self, handle: int) -> Dict:
+        return self.agent.call({"op": "peek", "handle": handle}, 30)
+
+    def wait(self, handle: int, timeout: float) -> Result:
+        return Result.from_answer(self.agent.call({"op": "wait", "handle": handle, "timeout": timeout}, timeout + 15))
+
+    def kill(self, handle: int) -> None:
+        self.agent.call({"op": "kill", "handle": handle}, 30)
+
+    def python_env(self) -> Dict[str, str]:
+        return {"PYTHONPATH": GUEST_PYTHONPATH, "PYTHONPYCACHEPREFIX": "/tmp/pycache"}
+
+    # ---- facts -----------------------------------------------------------------------------------
+    def _collect_info(self) -> Dict:
+        script = ("echo kernel=$(uname -r); "
+                  "dpkg-query -W -f '${Package}=${Version}\\n' perftest rdma-core python3 linux-image-amd64; "
+                  "echo perftest_version=$(ib_write_bw -V 2>&1 | head -1)")
+        info = {}
+        for line in self.sh(script, timeout=60).splitlines():
+            if "=" in line:
+                key, value = line.split("=", 1)
+                info[key.strip().replace("-", "_")] = value.strip()
+        info["release"] = self.release
+        info["image"] = self.image.path.name
+        return info
+
+
+class Lab:
+    """Two hosts on one wire: h1 = 192.0.2.1, h2 = 192.0.2.2, each with its own release."""
+
+    def __init__(self, h1: str = "bookworm", h2: str = "bookworm", workdir: Optional[Path] = None):
+        self.releases = {"h1": h1, "h2": h2}
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="rdmadoctor-lab-"))
+        self.ports = {"h1": free_udp_port(), "h2": free_udp_port()}
+        while self.ports["h2"] == self.ports["h1"]:
+            self.ports["h2"] = free_udp_port()
+        self.hosts: Dict[str, LabVM] = {}
+        self.timings: Dict[str, float] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> "Lab":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def h1(self) -> LabVM:
+        return self.hosts["h1"]
+
+    @property
+    def h2(self) -> LabVM:
+        return self.hosts["h2"]
+
+    @property
+    def pair_name(self) -> str:
+        a, b = self.releases["h1"], self.releases["h2"]
+        return a if a == b else "mixed"
+
+    def _make_vm(self, name: str, release: str) -> LabVM:
+        peer = PEER[name]
+        return LabVM(name, release, self.ports[name], self.ports[peer], self.workdir)
+
+    def start(self) -> None:
+        started = time.monotonic()
+        lab_image.require_tools(["qemu-system-x86_64"])
+        images = lab_image.ensure_images(sorted(set(self.releases.values())))
+        site = lab_image.ensure_site()
+        self.timings["images"] = round(time.monotonic() - started, 1)
+        try:
+            for name in ("h1", "h2"):
+                vm = LabVM(name, self.releases[name], self.ports[name], self.ports[PEER[name]], self.workdir,
+                           images[self.releases[name]], site)
+                vm.start()
+                self.hosts[name] = vm
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(lambda vm: vm.wait_ready(), self.hosts.values()))
+            self.timings["boot"] = round(time.monotonic() - started - self.timings["images"], 1)
+            self.setup_rdma()
+        except BaseException:
+            self.close()
+            raise
+        self.timings["start"] = round(time.monotonic() - started, 1)
+
+    def replace(self, name: str, release: str) -> LabVM:
+        """Shuts ``name`` down and boots ``release`` in its place on the same wire (same ports, address)."""
+        started = time.monotonic()
+        old = self.hosts.pop(name, None)
+        if old is not None:
+            old.shutdown()
+        vm = LabVM(name, release, self.ports[name], self.ports[PEER[name]], self.workdir)
+        vm.start()
+        self.hosts[name] = vm
+        try:
+            vm.wait_ready()
+            self.releases[name] = release
+            self._setup_host(vm)
+            self.reset()
+        except BaseException:
+            vm.kill_qemu()
+            raise
+        self.timings["replace-%s-%s" % (name, release)] = round(time.monotonic() - started, 1)
+        return vm
+
+    def ensure(self, h1: str, h2: str) -> None:
+        """Makes the lab run these releases, replacing only the hosts that differ."""
+        for name, release in (("h1", h1), ("h2", h2)):
+            if self.releases[name] != release or name not in self.hosts:
+                self.replace(name, release)
+
+    def close(self) -> None:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda vm: vm.shutdown(), list(self.hosts.values())))
+        for vm in self.hosts.values():
+            vm.kill_qemu()
+        self.hosts = {}
+        if self._own_workdir and not os.environ.get("RDMADOCTOR_LAB_KEEP"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def both(self, fn):
+        """Runs fn(vm) on h1 and h2 in parallel; returns {name: result}."""
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {name: pool.submit(fn, vm) for name, vm in self.hosts.items()}
+            return {name: f.result() for name, f in futures.items()}
+
+    # ---- RDMA setup and the healthy baseline -----------------------------------------------------
+    def setup_rdma(self) -> None:
+        self.both(self._setup_host)
+        self.reset()
+
+    @staticmethod
+    def _setup_host(vm: LabVM) -> None:
+        vm.sh("modprobe rdma_rxe && modprobe ib_uverbs && modprobe rdma_ucm && "
+              "ip link set {dev} mtu 1500 up && ip addr replace {ip}/{p} dev {dev} && "
+              "(test -e /sys/class/infiniband/{rxe} || rdma link add {rxe} type rxe netdev {dev})".format(
+                  dev=NETDEV, ip=vm.address, p=PREFIX, rxe=RXE), timeout=60)
+
+    @staticmethod
+    def baseline_script(vm: LabVM) -> str:
+        """Shell that returns a host to the healthy baseline; idempotent, each step tolerant."""
+        return "\n".join([
+            "exec 2>&1",
+            # leftover test programs and helpers (SIGKILL; zombies are harmless and filtered below)
+            "pkill -KILL -x '%s'" % "|".join(PERFTEST_BINARIES),
+            "nft flush ruleset",
+            "tc qdisc del dev %s root 2>/dev/null" % NETDEV,
+            "sysctl -qw net.ipv4.tcp_syn_retries=6",
+            "modprobe -a rdma_rxe ib_uverbs rdma_ucm",
+            "for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1); do "
+            "case $l in lo|%s) ;; *) ip link del $l;; esac; done" % NETDEV,
+            "ip link set %s mtu 1500 up" % NETDEV,
+            # re-address only when needed: every change of the IPv4 address rewrites rxe's GID table
+            "[ \"$(ip -o -4 addr show dev {d} | awk '{{print $4}}')\" = {a}/{p} ] || "
+            "{{ ip addr flush dev {d}; ip addr add {a}/{p} dev {d}; }}".format(d=NETDEV, a=vm.address, p=PREFIX),
+            "ip neigh flush dev %s" % NETDEV,
+            "test -e /sys/class/infiniband/%s || rdma link add %s type rxe netdev %s" % (RXE, RXE, NETDEV),
+            # what Debian's rdma-core udev rules would do (udevd does not run in the lab guests)
+            "chmod 0666 /dev/infiniband/uverbs* /dev/infiniband/rdma_cm 2>/dev/null",
+            "rm -f /tmp/facts.json",
+            "true",
+        ])
+
+    @staticmethod
+    def state_script(vm: LabVM) -> str:
+        return "\n".join([
+            "exec 2>&1",
+            "i=0; while [ $i -lt 50 ]; do "
+            "  s=$(cat /sys/class/infiniband/%s/ports/1/state 2>/dev/null); "
+            "  g=$(cat /sys/class/infiniband/%s/ports/1/gids/1 2>/dev/null); "
+            "  case \"$s/$g\" in *ACTIVE/0000:0000:0000:0000:0000:ffff:*) break;; esac; sleep 0.2; i=$((i+1)); done"
+            % (RXE, RXE),
+            "echo state=$(cat /sys/class/infiniband/%s/ports/1/state 2>/dev/null)" % RXE,
+            "echo gid1=$(cat /sys/class/infiniband/%s/ports/1/gids/1 2>/dev/null)" % RXE,
+            "echo mtu=$(cat /sys/class/net/%s/mtu)" % NETDEV,
+            "echo addr=$(ip -o -4 addr show dev %s | awk '{print $4}' | tr '\\n' ' ')" % NETDEV,
+            "echo links=$(ls /sys/class/net | tr '\\n' ' ')",
+            "echo nft=$(nft list ruleset | wc -l)",
+            "echo qdisc=$(tc qdisc show dev %s | grep -c netem)" % NETDEV,
+            "echo modules=$(for m in rdma_rxe ib_uverbs rdma_ucm; do [ -d /sys/module/$m ] && printf '%s,' $m; done)",
+            "echo procs=$(ps -eo stat=,comm= | awk '$1 !~ /^Z/ {print $2}' | grep -cxE '%s')"
+            % "|".join(PERFTEST_BINARIES),
+            "echo devmodes=$(stat -c %a /dev/infiniband/uverbs0 /dev/infiniband/rdma_cm 2>/dev/null | tr '\\n' ',')",
+        ])
+
+    def reset(self, attempts: int = 2) -> Dict[str, Dict[str, str]]:
+        """Returns both hosts to the healthy baseline and verifies it (raises LabError if it is not)."""
+        problems: List[str] = []
+        for _ in range(attempts):
+            # one round trip per host: the baseline, then the state it reached
+            states = self.both(lambda vm: self._parse_state(
+                vm.run(self.baseline_script(vm) + "\n" + self.state_script(vm), timeout=90).output))
+            problems = []
+            for name, st in states.items():
+                vm = self.hosts[name]
+                want = {
+                    "state": "4: ACTIVE", "mtu": "1500", "addr": "%s/%d" % (vm.address, PREFIX),
+                    "links": "eth0 lo", "nft": "0", "qdisc": "0", "modules": "rdma_rxe,ib_uverbs,rdma_ucm,",
+                    "procs": "0", "devmodes": "666,666,",
+                }
+                for key, value in want.items():
+                    if st.get(key) != value:
+                        problems.append("%s %s=%r (want %r)" % (name, key, st.get(key), value))
+                if not st.get("gid1", "").endswith(_mapped_gid_tail(vm.address)):
+                    problems.append("%s gid1=%r" % (name, st.get("gid1")))
+            if not problems:
+                ping = self.h2.run("ping -c 1 -W 3 %s" % self.h1.address, timeout=15)
+                if ping.ok:
+                    return states
+                problems.append("h2 cannot ping h1: " + ping.output[-300:])
+        raise LabError("lab baseline not reached: " + "; ".join(problems))
+
+    @staticmethod
+    def _parse_state(text: str) -> Dict[str, str]:
+        state = {}
+        for line in text.splitlines():
+            if "=" in line:
+                key, value = line.split("=", 1)
+                state[key.strip()] = value.strip()
+        return state
+
+
+def _mapped_gid_tail(address: str) -> str:
+    a, b, c, d = (int(x) for x in address.split("."))
+    return "ffff:%02x%02x:%02x%02x" % (a, b, c, d)
