@@ -2,25 +2,26 @@
 
 A client names a tool and options; they are validated against bench's allowlist (rdmadoctor.bench.plan), so the
 server perftest runs is built from the same RunSpec as the client's and nothing else: no shell, no free-form
-argument, a port the agent picks, an output cap, and a hard deadline after which the server is killed.
+argument, a port the agent picks, an output cap, and a hard deadline after which the server is stopped.
 """
 from __future__ import annotations
 
 import itertools
 import socket
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Dict
 
 from rdmadoctor.bench import plan
+from rdmadoctor.bench.ptyproc import PtyProcess
 
 PORTS = range(18520, 18600)        # perftest side-channel ports the agent hands out
-OUTPUT_LIMIT = 1 << 20             # bytes of a server's output kept
 MAX_SECONDS = 900.0                # no perftest server outlives this
 START_GRACE = 60.0                 # seconds a server may wait for its client before it is stopped
+LISTEN_WAIT = 30.0                 # seconds for the server to print its banner (it then listens)
 WAIT_MAX = 120.0                   # what one perftest-wait may block
+BANNER = "Waiting for client"
 
 
 class PerftestRefused(Exception):
@@ -34,26 +35,14 @@ class PerftestRefused(Exception):
 @dataclass
 class _Server:
     handle: int
-    owner: int
+    owner: int                         # the agent connection that started it
     port: int
-    argv: List[str]
-    proc: subprocess.Popen
-    started: float
+    process: PtyProcess
     deadline: float
-    chunks: List[bytes] = field(default_factory=list)
-    size: int = 0
-    reader: Optional[threading.Thread] = None
-    timed_out: bool = False
-
-    def drain(self) -> None:
-        for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
-            if self.size < OUTPUT_LIMIT:
-                self.chunks.append(chunk[:OUTPUT_LIMIT - self.size])
-            self.size += len(chunk)
 
 
-def _port_free(bind: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM) as s:
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("", port))
             return True
@@ -64,9 +53,8 @@ def _port_free(bind: str, port: int) -> bool:
 class PerftestServers:
     """At most one perftest server at a time per agent: benchmarks must not share the link."""
 
-    def __init__(self, allowed: bool, bind: str):
+    def __init__(self, allowed: bool):
         self.allowed = allowed
-        self.bind = bind
         self.lock = threading.Lock()
         self.servers: Dict[int, _Server] = {}
         self.handles = itertools.count(1)
@@ -85,76 +73,54 @@ class PerftestServers:
             self._reap()
             if self.servers:
                 raise PerftestRefused("busy", "a perftest server is already running on this agent")
-            port = next((p for p in PORTS if _port_free(self.bind, p)), None)
+            port = next((p for p in PORTS if _port_free(p)), None)
             if port is None:
                 raise PerftestRefused("busy", f"no free port in {PORTS.start}-{PORTS.stop - 1}")
             argv = spec.argv(port=port)
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, cwd="/", start_new_session=True)
+                process = PtyProcess(argv)
             except OSError as exc:
                 raise PerftestRefused("failed", f"cannot start {tool}: {exc.strerror or exc}")
-            now = time.monotonic()
             from rdmadoctor.bench.run import expected_seconds
-            deadline = now + min(MAX_SECONDS, expected_seconds(spec) + START_GRACE)
-            server = _Server(next(self.handles), owner, port, argv, proc, now, deadline)
-            server.reader = threading.Thread(target=server.drain, daemon=True)
-            server.reader.start()
+            deadline = time.monotonic() + min(MAX_SECONDS, expected_seconds(spec) + START_GRACE)
+            server = _Server(next(self.handles), owner, port, process, deadline)
             self.servers[server.handle] = server
-        return {"handle": server.handle, "port": port, "argv": argv, "deadline": round(deadline - now, 1)}
+        # answer once the server listens: a client started earlier would find nothing on the port
+        listening = process.wait_for(BANNER, LISTEN_WAIT)
+        return {"handle": server.handle, "port": port, "argv": argv, "listening": listening,
+                "deadline": round(deadline - time.monotonic(), 1)}
 
     def wait(self, owner: int, handle: object, wait: float) -> Dict[str, object]:
         server = self._own(owner, handle)
-        end = min(time.monotonic() + min(wait, WAIT_MAX), server.deadline)
-        while server.proc.poll() is None and time.monotonic() < end:
-            time.sleep(0.05)
-        if server.proc.poll() is None:
-            server.timed_out = time.monotonic() >= server.deadline
-            self._kill(server)
+        server.process.wait(min(min(wait, WAIT_MAX), server.deadline - time.monotonic()))
         return self._finish(server)
 
     def stop(self, owner: int, handle: object) -> Dict[str, object]:
         server = self._own(owner, handle)
-        self._kill(server)
+        server.process.stop()
         return self._finish(server)
 
     def stop_all(self, owner: int) -> None:
         """A client that goes away takes its servers with it (Ctrl-C in bench)."""
         for server in [s for s in list(self.servers.values()) if s.owner == owner]:
-            self._kill(server)
+            server.process.stop()
             self._finish(server)
 
-    # -- internals --------------------------------------------------------------------------------------
     def _own(self, owner: int, handle: object) -> _Server:
         server = self.servers.get(handle) if isinstance(handle, int) else None
         if server is None or server.owner != owner:
             raise PerftestRefused("bad-request", f"no perftest server {handle!r} on this connection")
         return server
 
-    @staticmethod
-    def _kill(server: _Server) -> None:
-        if server.proc.poll() is None:
-            try:
-                server.proc.terminate()
-                server.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                server.proc.kill()
-                server.proc.wait()
-
     def _finish(self, server: _Server) -> Dict[str, object]:
-        if server.reader is not None:
-            server.reader.join(timeout=2)
         with self.lock:
             self.servers.pop(server.handle, None)
-        return {"output": b"".join(server.chunks).decode("utf-8", "replace"), "rc": server.proc.returncode,
-                "timed_out": server.timed_out, "seconds": round(time.monotonic() - server.started, 3),
-                "truncated": server.size > OUTPUT_LIMIT}
+        return server.process.result()
 
     def _reap(self) -> None:
-        """Servers past their deadline are killed even if no client asks about them again."""
-        now = time.monotonic()
+        """Servers past their deadline are stopped even if no client asks about them again."""
         for server in list(self.servers.values()):
-            if now >= server.deadline:
-                server.timed_out = True
-                self._kill(server)
+            if time.monotonic() >= server.deadline:
+                server.process.timed_out = True
+                server.process.stop()
                 self.servers.pop(server.handle, None)

@@ -222,7 +222,7 @@ class Agent:
     def __init__(self, config: Config):
         self.config = config
         self.facts = FactsCache(config.facts or collect_for)
-        self.perftest = PerftestServers(config.allow_perftest, config.bind)
+        self.perftest = PerftestServers(config.allow_perftest)
         self.active = 0
         self.lock = threading.Lock()
         self.listener_owner: Optional[int] = None

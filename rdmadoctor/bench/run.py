@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import subprocess
 import time
 from typing import Callable, List, Optional, Protocol
 
 from rdmadoctor import diagnose
 from rdmadoctor.bench.plan import RunSpec
+from rdmadoctor.bench.ptyproc import PtyProcess
 from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
 from rdmadoctor.logparse import parse_streams
 
@@ -36,26 +36,14 @@ def expected_seconds(spec: RunSpec) -> float:
 
 
 def run_client(argv: List[str], timeout: float) -> dict:
-    """The local perftest client, no shell; stdout and stderr merged as a terminal would show them."""
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    """The local perftest client on a pty (its output as a terminal shows it), stopped at `timeout`."""
+    process = PtyProcess(argv)
     try:
-        out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        proc.terminate()
-        try:
-            out, _ = proc.communicate(timeout=2)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        timed_out = True
+        process.wait(timeout)
     except KeyboardInterrupt:
-        proc.kill()
-        proc.communicate()
+        process.stop()
         raise
-    return {"output": out.decode("utf-8", "replace"), "rc": proc.returncode, "timed_out": timed_out,
-            "seconds": time.monotonic() - started}
+    return process.result()
 
 
 def _judge(spec: RunSpec, argv: List[str], client: dict, server: dict, seconds: float,

@@ -65,17 +65,26 @@ def _wait_started(vm: LabVM, handle: int, timeout: float) -> Dict:
         time.sleep(0.3)
 
 
-def capture_facts(vm: LabVM) -> Optional[str]:
-    result = vm.run("python3 -m rdmadoctor check --save /tmp/facts.json >/tmp/check.out 2>&1; "
-                    "cat /tmp/facts.json", timeout=FACTS_TIMEOUT, env=vm.python_env())
-    text = result.stdout.strip()
-    if not text:
-        return None
+def capture_check(vm: LabVM, sc: Scenario) -> Optional[Dict]:
+    """`rdmadoctor check` inside the host while the fault is in place, as the scenario's user:
+    {"facts": the saved facts text, "verdict": check's JSON verdict, "exit_code", "args", "user", "rungs"}."""
+    user = sc.check_user
+    rlimits = {"memlock": sc.check_memlock_kib * 1024} if sc.check_memlock_kib is not None else None
+    out = "/tmp/rdmadoctor-check-%s" % (user or "root")
+    result = vm.run("python3 -m rdmadoctor check --json --save %s.facts.json %s > %s.json 2> %s.err; echo rc=$?"
+                    % (out, sc.check_args, out, out), timeout=FACTS_TIMEOUT, env=vm.python_env(), user=user,
+                    rlimits=rlimits)
+    facts = vm.run("cat %s.facts.json" % out, timeout=30).stdout
+    document = vm.run("cat %s.json" % out, timeout=30).stdout
     try:
-        json.loads(text)
+        json.loads(facts)
+        document = json.loads(document)
     except ValueError:
         return None
-    return text + "\n"
+    rc = result.stdout.strip().rsplit("rc=", 1)[-1]
+    return {"facts": facts.strip() + "\n", "verdict": document.get("verdict"),
+            "exit_code": int(rc) if rc.isdigit() else None, "args": sc.check_args, "user": user or "root",
+            "rungs": [[r.get("name"), r.get("state")] for r in document.get("rungs") or []]}
 
 
 def run_scenario(lab: Lab, sc: Scenario, out_dir: Optional[Path] = None, facts: bool = True,
@@ -103,14 +112,15 @@ def run_scenario(lab: Lab, sc: Scenario, out_dir: Optional[Path] = None, facts: 
             background.append({"host": side.host, "command": side.cmd, "started": BANNER in snap["stdout"]})
 
         facts_files = {}
+        check = None
         # Only where the fault lives on a host: when the two command lines disagree ("both"), the
         # hosts are healthy and their facts say nothing about it.
-        facts_hosts = [sc.faulty] if facts and sc.faulty in ("h1", "h2") else []
-        if facts_hosts and check_command_available():
-            for name in facts_hosts:
-                text = capture_facts(lab.hosts[name])
-                if text:
-                    facts_files["check-%s.json" % name] = text
+        check_host = sc.check_host or (sc.faulty if sc.faulty in ("h1", "h2") else None)
+        if facts and check_host and check_command_available():
+            check = capture_check(lab.hosts[check_host], sc)
+            if check:
+                facts_files["check-%s.json" % check_host] = check.pop("facts")
+                check["host"] = check_host
 
         server_result = None
         server_handle = None
@@ -160,6 +170,7 @@ def run_scenario(lab: Lab, sc: Scenario, out_dir: Optional[Path] = None, facts: 
         "alternatives": list(sc.alternatives), "healthy": sc.healthy, "notes": sc.notes,
         "hosts": {name: dict(vm.info, address=vm.address) for name, vm in lab.hosts.items()},
         "facts": sorted(facts_files),
+        "check": check,
         "date": date,
         "seconds": {"total": round(time.monotonic() - started, 1), "reset": reset_seconds},
         "recorder": recorder or " ".join(shlex.quote(a) for a in [Path(sys.executable).name] + sys.argv),

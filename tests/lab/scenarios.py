@@ -91,8 +91,12 @@ class Scenario:
     client_timeout: float = 30.0          # bound for the client (it is interrupted, like Ctrl-C)
     server_grace: float = 8.0             # bound for the server once the client has ended
     server_start_timeout: float = 20.0    # wait for the server's banner (or its exit)
-    expect_explain: Optional[str] = None
+    expect_explain: Optional[str] = None  # "unknown": the logs cannot tell; the truth must be a candidate
     expect_check: Optional[str] = None
+    check_host: Optional[str] = None      # where `rdmadoctor check` runs (default: the faulty host)
+    check_user: Optional[str] = None      # ... as this user (default root), with this memlock limit
+    check_memlock_kib: Optional[int] = None
+    check_args: str = ""                  # e.g. "--peer 192.0.2.1 --probe-perftest"
     alternatives: Tuple[str, ...] = ()
     healthy: bool = False
     server_lines: Tuple[str, ...] = ()
@@ -238,7 +242,8 @@ SCENARIOS: List[Scenario] = [
     Scenario(
         "server-not-running", "Client started, no server on h1",
         faulty="h1", fault="no server process", client=_cli("%s %s" % (WB, TINY)),
-        expect_explain="server-not-running", expect_check="server-not-running",
+        expect_explain="server-not-running", expect_check="server-not-running", check_host="h2",
+        check_args="--peer 192.0.2.1 --probe-perftest",
         client_lines=(COULDNT_CONNECT,)),
     Scenario(
         "port-in-use-stale-server", "A stale ib_write_bw server still holds TCP 18515; a second server fails",
@@ -305,7 +310,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="tc qdisc add dev eth0 root netem loss 1% (on h2)",
         setup=(Step("h2", "tc qdisc add dev eth0 root netem loss 1%"),),
         server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s %s" % (WB, SMALL)), client_timeout=60,
-        expect_check="packet-loss",
+        expect_check=None,
         notes="The run completes but about ten times slower than healthy (rxe retransmits after "
               "timeouts). Nothing in the logs names the loss: only the number is low."),
     Scenario(
@@ -313,7 +318,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="tc qdisc add dev eth0 root netem loss 5% (on h2)",
         setup=(Step("h2", "tc qdisc add dev eth0 root netem loss 5%"),),
         server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s %s" % (WB, SMALL)), client_timeout=30,
-        expect_explain="packet-loss", expect_check="packet-loss", alternatives=("firewall-blocks-port",),
+        expect_explain="packet-loss", expect_check=None, alternatives=("firewall-blocks-port",),
         server_lines=(RESULTS_HEADER,), client_lines=(RESULTS_HEADER,),
         notes="Same picture as a dropped UDP 4791: the transfer stalls after the results header."),
 
@@ -333,14 +338,14 @@ SCENARIOS: List[Scenario] = [
         faulty="h1", fault="rdma link delete rxe0 (on h1)",
         setup=(Step("h1", "rdma link delete rxe0"),),
         server=_srv("%s %s" % (WB, TINY)), client=_cli("%s %s" % (WB, TINY)),
-        expect_explain="no-rdma-device", expect_check="no-rdma-device",
+        expect_explain="unknown", expect_check="no-rdma-device", alternatives=("no-rdma-device",),
         client_lines=(COULDNT_CONNECT,)),
     Scenario(
         "ib-uverbs-not-loaded-server", "ib_uverbs not loaded on the server host",
         faulty="h1", fault="rmmod rdma_ucm rdma_rxe ib_uverbs (on h1)",
         setup=(Step("h1", "rmmod rdma_ucm rdma_rxe ib_uverbs"),),
         server=_srv("%s %s" % (WB, TINY)), client=_cli("%s %s" % (WB, TINY)),
-        expect_explain="no-rdma-device", expect_check="kernel-module-missing",
+        expect_explain="unknown", expect_check="kernel-module-missing",
         alternatives=("kernel-module-missing",), client_lines=(COULDNT_CONNECT,),
         notes="rdma_rxe depends on ib_uverbs, so ib_uverbs cannot be unloaded while rxe is loaded: the "
               "fault removes both, and the logs cannot tell it from a missing rxe link."),
@@ -376,14 +381,15 @@ SCENARIOS: List[Scenario] = [
         "memlock-64k-nonroot-server", "Server run by user lab with a 64 KiB memlock limit",
         faulty="h1", fault="server as user lab, ulimit -l 64",
         server=_srv("%s %s" % (WB, TINY), user="lab", memlock_kib=64), client=_cli("%s %s" % (WB, TINY)),
-        expect_explain="memlock-limit", expect_check=None,
+        expect_explain="memlock-limit", expect_check="memlock-limit", check_user="lab",
+        check_memlock_kib=64,
         server_lines=("Couldn't allocate MR",)),
     Scenario(
         "device-permission-denied-server", "Server run by user lab; /dev/infiniband/uverbs0 is root-only",
         faulty="h1", fault="chmod 600 /dev/infiniband/uverbs0 (on h1), server as user lab",
         setup=(Step("h1", "chmod 600 /dev/infiniband/uverbs0"),),
         server=_srv("%s %s" % (WB, TINY), user="lab"), client=_cli("%s %s" % (WB, TINY)),
-        expect_explain="device-permission-denied", expect_check="device-permission-denied",
+        expect_explain="device-permission-denied", expect_check="device-permission-denied", check_user="lab",
         client_lines=(COULDNT_CONNECT,)),
 
     # ---- 12. addresses ----------------------------------------------------------------------------
@@ -392,6 +398,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="client targets 192.0.2.3 instead of 192.0.2.1",
         server=_srv("%s %s" % (WB, TINY)), client=_cli("%s %s" % (WB, TINY), WRONG_IP), client_timeout=30,
         server_grace=3, expect_explain="firewall-blocks-port", alternatives=("wrong-peer-address",),
+        expect_check="wrong-peer-address", check_args="--peer 192.0.2.3",
         server_lines=(BANNER,), client_lines=("Couldn't connect to %s:18515" % WRONG_IP,),
         notes="The logs look like the firewall cases (server waiting, client cannot connect). An expert "
               "who does not know the server's address cannot tell; the expectation follows the firewall "
@@ -401,6 +408,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="client -R targets 192.0.2.3",
         server=_srv("%s -R %s" % (WB, TINY)), client=_cli("%s -R %s" % (WB, TINY), WRONG_IP), client_timeout=60,
         server_grace=3, expect_explain="rdma-cm-address-not-on-rdma-netdev", alternatives=("wrong-peer-address",),
+        expect_check="wrong-peer-address", check_args="--peer 192.0.2.3",
         server_lines=(BANNER,), client_lines=("Received 10 times ADDR_ERROR",),
         notes="rdma_resolve_addr fails 10 times (about 20 s): rdma_cm could not map the address to an RDMA "
               "device and peer. The logs cannot tell an address that is not on an RDMA netdev from one "
@@ -425,10 +433,12 @@ def validate() -> List[str]:
         if s.name != s.name.lower() or " " in s.name or "_" in s.name:
             problems.append("%s: names are kebab-case" % s.name)
         for slug in (s.expect_explain, s.expect_check) + tuple(s.alternatives):
-            if slug is not None and slug not in CAUSES:
+            if slug is not None and slug != "unknown" and slug not in CAUSES:
                 problems.append("%s: unknown cause slug %r" % (s.name, slug))
         if s.healthy and s.expect_explain:
             problems.append("%s: healthy scenarios expect no cause" % s.name)
+        if s.expect_explain == "unknown" and not (s.expect_check or s.alternatives):
+            problems.append("%s: an 'unknown' explain expectation needs the true cause (expect_check)" % s.name)
         if s.faulty not in (None, "h1", "h2", "both"):
             problems.append("%s: faulty must be h1, h2, both or None" % s.name)
         for _, side in s.sides():
