@@ -138,6 +138,9 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     view["bench"] = {"shortfalls": shortfalls, "roce_mtu": min(mtus) if mtus else None, "pcie_degraded": degraded,
                      "regressions": regressions(result, earlier, threshold) if earlier else [],
                      "failed": [c.label for c in result.results if c.status != "ok"],
+                     # failures with no perftest output to explain (the agent refused or could not start it)
+                     "unexplained": [{"label": c.label, **(c.verdict or {})} for c in result.results
+                                     if c.status != "ok" and not (c.client_log or c.server_log)],
                      "done": len(result.results), "interrupted": result.interrupted}
     ctx = context(None, facts_view=view)
     ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"
@@ -147,8 +150,8 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     verdict = evaluate.verdict(findings, [], ctx)
     if verdict.status == "ok":
         done = [c for c in result.results if c.status == "ok"]
-        verdict.summary = (f"All {len(done)} combinations ran" + (f"; best {best.label}: {best.bw_avg_gbps:g} Gb/s"
-                                                                 if best and best.bw_avg_gbps else ""))
+        verdict.summary = (f"{len(done)} of {len(result.results)} combinations ran"
+                           + (f"; best {best.label}: {best.bw_avg_gbps:g} Gb/s" if best and best.bw_avg_gbps else ""))
     facts = local_facts
     return Diagnosis(command="bench", verdict=verdict, findings=findings, facts=facts, link_rate_gbps=rate,
                      notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []))

@@ -153,7 +153,13 @@ def test_bench_rule_case(rule, kind, index, entry, verdict):
     spec = entry["facts"] if entry["facts"].startswith("tree:") else "facts:" + entry["facts"]
     facts = facts_for({"input": spec, "with": entry.get("with", {})})
     earlier = _bench_result(entry["earlier"]).to_dict() if entry.get("earlier") else None
-    d = bench(_bench_result(entry["results"], entry.get("link_rate")), facts, None, earlier)
+    result = _bench_result(entry["results"], entry.get("link_rate"))
+    if entry.get("failed_by_agent"):
+        from rdmadoctor.bench.results import ComboResult
+        label, summary = entry["failed_by_agent"]
+        result.results.append(ComboResult("ib_write_bw", 2, 65536, "failed", 0.1, ["ib_write_bw"],
+                                          verdict={"status": "unknown", "cause": "unknown", "summary": summary}))
+    d = bench(result, facts, None, earlier)
     fired = [f for f in d.findings if f.rule == rule]
     if kind == "fires":
         assert fired and all(f.evidence for f in fired), [f.rule for f in d.findings]

@@ -65,6 +65,9 @@ def _open(height: float, title: str, desc: str) -> str:
             f'<desc>{escape(desc)}</desc>')
 
 
+WHAT = {"bw": "bandwidth", "lat": "latency", "rate": "message rate"}
+
+
 def chart(series: Sequence[Dict[str, Any]], kind: str = "bw", link_rate_gbps: Optional[float] = None,
           title: str = "") -> Markup:
     """An inline SVG for these series, or an empty Markup when there is nothing to draw."""
@@ -94,7 +97,7 @@ def _bars(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optional
         ticks = nice_ticks(max(vmax, rate or 0) * 1.05, 4)
         scale_top = ticks[-1]
     height = top + row_h * len(rows) + 40
-    what = "bandwidth" if kind == "bw" else "latency"
+    what = WHAT.get(kind, kind)
     desc = "; ".join(f"{label}: {fmt(p['value'])} {unit}" for label, p, _ in rows)
     out = [_open(height, title or f"{what.capitalize()} ({unit})", desc)]
     out.append(_text(left, 18, f"{what.capitalize()}, {unit}" + (f"  ·  link rate {fmt(rate)} Gb/s" if rate else ""),
@@ -154,7 +157,7 @@ def _lines(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optiona
     def y_of(v: float) -> float:
         return top + plot_h * (1 - v / ymax if ymax else 1)
 
-    what = "bandwidth" if kind == "bw" else "latency"
+    what = WHAT.get(kind, kind)
     desc = "; ".join(f"{s['label']}: " + ", ".join(f"{human_size(p['size'])} {fmt(p['value'])}" for p in s["points"])
                      for s in series)
     out = [_open(height, title or f"{what.capitalize()} against message size", desc)]
