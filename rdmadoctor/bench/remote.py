@@ -70,7 +70,7 @@ class AgentPeer:
             session.close()
             raise BenchAgentError(f"the agent did not start {spec.label}: {exc}")
         self.sessions[answer["handle"]] = session
-        return {"handle": answer["handle"], "port": answer["port"]}
+        return {"handle": answer["handle"], "port": answer["port"], "argv": answer.get("argv")}
 
     def wait_server(self, handle: int, wait: float) -> dict:
         session = self.sessions.pop(handle)

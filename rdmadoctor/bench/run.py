@@ -46,11 +46,11 @@ def run_client(argv: List[str], timeout: float) -> dict:
     return process.result()
 
 
-def _judge(spec: RunSpec, argv: List[str], client: dict, server: dict, seconds: float,
+def _judge(spec: RunSpec, argv: List[str], server_argv: List[str], client: dict, server: dict, seconds: float,
            link_rate: Optional[float]) -> ComboResult:
     prompt = lambda who, text, command: f"{who}$ {command}\n{text}"  # noqa: E731 - a paste as a user would make it
     client_text = prompt("client", client.get("output", ""), " ".join(argv))
-    server_text = prompt("server", server.get("output", ""), " ".join(spec.argv()))
+    server_text = prompt("server", server.get("output", ""), " ".join(server_argv))
     parsed = parse_streams([("server.log", io.BytesIO(server_text.encode())),
                             ("client.log", io.BytesIO(client_text.encode()))])
     diagnosis = diagnose.explain(parsed, link_rate)
@@ -91,6 +91,8 @@ def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: 
                 continue
             handle = server["handle"]
             argv = spec.argv(server=peer, port=int(server["port"]))
+            # the command the agent ran (it chose the port), not the one asked for
+            server_argv = [str(a) for a in server.get("argv") or spec.argv(port=int(server["port"]))]
             local = client(argv, expected_seconds(spec) + CLIENT_GRACE)
             remote_out = remote.wait_server(handle, SERVER_GRACE)
             handle = None
@@ -99,7 +101,7 @@ def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: 
             if handle is not None:
                 remote.stop_server(handle)
             break
-        combo = _judge(spec, argv, local, remote_out, time.monotonic() - started, link_rate)
+        combo = _judge(spec, argv, server_argv, local, remote_out, time.monotonic() - started, link_rate)
         result.results.append(combo)
         if on_result is not None:
             on_result(combo)

@@ -13,15 +13,14 @@ import html_docs
 from rdmadoctor.render import html as hr
 
 LAB_FACTS = html_docs.FIXTURES / "facts" / "lab" / "trixie" / "facts-firewall.json"
-FALLBACK_FAULT = html_docs.FIXTURES / "real" / "crater-memlock-ib-read-bw"
+
+
+LAB_FAULT = html_docs.FIXTURES / "lab" / "trixie" / "memlock-64k-nonroot-server"
 
 
 def _lab_fault_logs():
-    """A recorded lab fault (fixtures/lab/<case>/*.log) when the lab has recorded some, else a real one."""
-    lab = html_docs.FIXTURES / "lab"
-    cases = sorted(p for p in lab.glob("*/") if list(p.glob("*.log"))) if lab.is_dir() else []
-    case = next((c for c in cases if "mismatch" not in c.name), cases[0] if cases else FALLBACK_FAULT)
-    return case.name, sorted(case.glob("*.log"))
+    """A fault recorded in the lab: the server's MR registration under a 64 KiB memlock limit."""
+    return f"lab-{LAB_FAULT.parent.name}-{LAB_FAULT.name}", sorted(LAB_FAULT.glob("*.log"))
 
 
 def _wait(pages, script, timeout=3.0):
@@ -124,6 +123,7 @@ def test_lab_fault_report(pages):
     doc = html_docs.explain_document(logs)
     pages.open(hr.render(doc), "lab-fault")
     _assert_no_console_errors(pages)
+    assert doc["verdict"]["cause"] == "memlock-limit"
     assert pages.js("return document.querySelector('#verdict .status-text').dataset.status") == doc["verdict"]["status"]
     assert pages.js("return document.querySelectorAll('article.card').length") == len(doc["findings"])
     pages.screenshot(f"fault-{name}", 1280)
@@ -215,4 +215,37 @@ def test_check_report_from_the_engine(pages):
     assert pages.js("return document.querySelectorAll('#facts table').length") >= 8
     pages.screenshot("check-lab-firewall", 1280)
     pages.screenshot("check-lab-firewall", 375)
+    _assert_fits(pages, 375)
+
+
+BENCH = html_docs.FIXTURES / "lab" / "bench"
+
+
+@pytest.mark.parametrize("name", ["sweep-3x3", "sweep-memlock"])
+def test_bench_sweep_report(pages, name):
+    """A bench sweep recorded in the lab (fixtures/lab/bench/, `pytest tests/lab/test_bench.py` writes them)."""
+    doc = json.loads((BENCH / f"{name}.diagnosis.json").read_text())
+    pages.open(hr.render(doc), name)
+    _assert_no_console_errors(pages)
+    results = doc["bench"]["results"]
+    rows = pages.js("return Array.from(document.querySelectorAll('#sweep-table tbody tr'))"
+                    ".map(r => [r.querySelector('th').textContent.trim(), r.dataset.status])")
+    assert [(label.replace(" best", ""), status) for label, status in rows] == \
+        [(f"{r['tool']} qp={r['qp']} size={r['size']}", r["status"]) for r in results]
+    best = pages.js("return Array.from(document.querySelectorAll('#sweep-table tr.best th')).map(t => t.textContent)")
+    assert [b.replace(" best", "").strip() for b in best] == [doc["bench"]["best"]]
+    # one line per QP count in each chart, one point per completed combination
+    qps = {r["qp"] for r in results if r["status"] == "ok"}
+    for kind in ("bw", "rate"):
+        lines = pages.js(f"return document.querySelectorAll('#sweep figure[data-kind=\"{kind}\"] svg polyline').length")
+        assert lines == len(qps), kind
+    failed = [r for r in results if r["status"] != "ok"]
+    for r in failed:
+        cause = pages.js("return Array.from(document.querySelectorAll('#sweep-table tr[data-status=\"failed\"] code'))"
+                         ".map(c => c.textContent)")
+        assert r["verdict"]["cause"] in cause
+    if failed:
+        assert pages.js("return document.querySelector('#verdict .status-text').textContent") == "Failure"
+    pages.screenshot(f"bench-{name}", 1280)
+    pages.screenshot(f"bench-{name}", 375)
     _assert_fits(pages, 375)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.lab.agents import start_agent as _start_agent
 from tests.lab.vm import REPO, LabVM
 
 PAIR = os.environ.get("RDMADOCTOR_LAB_BENCH_PAIR", "bookworm")
@@ -31,21 +31,6 @@ def lab(lab_manager):
     for vm in lab.hosts.values():
         vm.sh(f"umask 077 && printf '%s\\n' '{TOKEN}' > {TOKEN_FILE} && chown lab {TOKEN_FILE}")
     return lab
-
-
-def start_agent(vm: LabVM, *extra, user=None, memlock_kib=None) -> int:
-    handle = vm.spawn(["python3", "-m", "rdmadoctor", "serve", "--bind", vm.address, "--token-file", TOKEN_FILE,
-                       *extra], env=vm.python_env(), user=user,
-                      rlimits={"memlock": memlock_kib * 1024} if memlock_kib else None)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        state = vm.peek(handle)
-        if "listening on" in state.get("stderr", "") + state.get("stdout", ""):
-            return handle
-        if not state.get("running", True):
-            pytest.fail(f"the agent on {vm.name} exited: {state}")
-        time.sleep(0.5)
-    pytest.fail(f"the agent on {vm.name} did not start listening")
 
 
 def bench(client: LabVM, peer: LabVM, name: str, *args) -> dict:
@@ -67,6 +52,10 @@ def bench(client: LabVM, peer: LabVM, name: str, *args) -> dict:
             "diagnosis": json.loads(files[".diagnosis.json"]), "csv": files[".csv"], "err": files[".err"]}
 
 
+def start_agent(vm: LabVM, *extra, **kw) -> int:
+    return _start_agent(vm, TOKEN_FILE, *extra, **kw)
+
+
 @pytest.mark.lab
 def test_a_3x3_sweep_completes(lab):
     agent = start_agent(lab.h1, "--allow-perftest")
@@ -79,12 +68,12 @@ def test_a_3x3_sweep_completes(lab):
     assert all(r["status"] == "ok" and r["bw_avg_gbps"] > 0 for r in results), got["err"]
     assert got["saved"]["best"] and got["rc"] in (0, 1)
     assert got["csv"].count("\n") == 10
-    # both sides of every combination ran the same options (the server's command line is the client's minus
-    # the address and port the agent chose)
+    # both sides of every combination ran the same options, on the port the agent chose: the server's command
+    # line is the client's without the server's address
     for r in results:
-        client_cmd = r["client_log"].splitlines()[0]
-        server_cmd = r["server_log"].splitlines()[0]
-        assert client_cmd.split("$ ", 1)[1].startswith(server_cmd.split("$ ", 1)[1].split(" --port=")[0])
+        client_cmd = r["client_log"].splitlines()[0].split("$ ", 1)[1]
+        server_cmd = r["server_log"].splitlines()[0].split("$ ", 1)[1]
+        assert client_cmd == f"{server_cmd} {lab.h1.address}" and " --port=" in server_cmd, (client_cmd, server_cmd)
     (OUT / "timing.txt").write_text(f"sweep-3x3: {got['seconds']:.0f} s\n")
 
 

@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from tests.lab.vm import REPO, LabVM
+from tests.lab.agents import start_agent
+from tests.lab.vm import REPO
 
 PAIR = os.environ.get("RDMADOCTOR_LAB_PROBE_PAIR", "mixed")
 OUT = REPO / "artifacts" / "lab" / "probe" / PAIR
@@ -116,27 +117,13 @@ def results_table(rows: List[Dict], lab) -> str:
     return "\n".join(lines)
 
 
-def start_agent(vm: LabVM) -> int:
-    handle = vm.spawn(["python3", "-m", "rdmadoctor", "serve", "--bind", vm.address, "--token-file", TOKEN_FILE],
-                      env=vm.python_env())
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        state = vm.peek(handle)
-        if "listening on" in state.get("stderr", "") + state.get("stdout", ""):
-            return handle
-        if not state.get("running", True):
-            pytest.fail(f"the agent on {vm.name} exited: {state}")
-        time.sleep(0.5)
-    pytest.fail(f"the agent on {vm.name} did not start listening")
-
-
 @pytest.mark.lab
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_probe(lab, scenario: ProbeScenario):
     lab.reset()
     client = lab.hosts[scenario.client]
     peer = lab.hosts["h1" if scenario.client == "h2" else "h2"]
-    agent = start_agent(peer) if scenario.agent else None
+    agent = start_agent(peer, TOKEN_FILE) if scenario.agent else None
     try:
         for where, sh in scenario.setup:
             (peer if where == "peer" else client).sh(sh)

@@ -57,3 +57,30 @@ def test_check_on_the_recorded_facts(recording):
     assert_check_verdict(scenario, doc["verdict"])
     # the verdict the guest printed live, while the fault was in place, is the same
     assert_check_verdict(scenario, check["verdict"])
+
+
+BENCH = REPO / "fixtures" / "lab" / "bench"
+# what the lab made each recorded sweep do: the cause of every combination that must fail (the rest must run)
+BENCH_EXPECTED = {"sweep-3x3": {}, "sweep-memlock": {("ib_write_bw", 1, 1048576): "memlock-limit"}}
+
+
+@pytest.mark.parametrize("name", sorted(BENCH_EXPECTED))
+def test_explain_on_the_recorded_bench_sweeps(name, tmp_path):
+    """Both sides' output of every combination `bench` ran in the lab, explained again from files."""
+    saved = json.loads((BENCH / f"{name}.json").read_text())
+    assert saved["schema"] == "rdmadoctor-bench/1" and saved["results"]
+    for i, result in enumerate(saved["results"]):
+        key = (result["tool"], result["qp"], result["size"])
+        logs = []
+        for side in ("server", "client"):
+            path = tmp_path / f"{i}-{side}.log"
+            path.write_text(result[f"{side}_log"])
+            logs.append(str(path))
+        rc, doc = _rdmadoctor("explain", "--json", *logs)
+        cause = BENCH_EXPECTED[name].get(key)
+        if cause is None:
+            assert result["status"] == "ok" and result["bw_avg_gbps"] > 0, key
+            assert doc["verdict"]["status"] in ("ok", "warning") and rc in (0, 1), (key, doc["verdict"])
+        else:
+            assert result["status"] == "failed" and result["verdict"]["cause"] == cause, key
+            assert doc["verdict"]["cause"] == cause and rc == 2, (key, doc["verdict"])
