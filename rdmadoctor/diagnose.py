@@ -100,7 +100,7 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
         verdict.summary = f"No problem found in what could be read (not inspected: {', '.join(skipped)})"
     return Diagnosis(command="check", verdict=verdict, findings=findings, runs=runs,
                      sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
-                     comparisons=comparisons(runs), notes=notes)
+                     comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view))
 
 
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
@@ -111,19 +111,21 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     from rdmadoctor import factview
     from rdmadoctor.bench.results import regressions
     from rdmadoctor.logparse import parse_streams
+    view = factview.build(local_facts or {"sections": {}})
+    view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
+    # --link-rate, else the slower of the two hosts' port rates when both are known
+    host_rates = [factview.link_rate_gbps(v) for v in (view, view["peer_facts"]) if v]
+    rate = result.link_rate_gbps or (min(host_rates) if host_rates and all(host_rates) else None)
     findings = []
     for combo in result.results:
         if combo.status == "ok" or not (combo.client_log or combo.server_log):
             continue
         parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
                                 (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
-        for f in explain(parsed, result.link_rate_gbps).findings:
+        for f in explain(parsed, rate).findings:
             f.title = f"[{combo.label}] {f.title}"
             f.key = f"{combo.label}|{f.key}"
             findings.append(f)
-    view = factview.build(local_facts or {"sections": {}})
-    view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
-    rate = result.link_rate_gbps
     shortfalls = []
     best = result.best()
     if rate and best is not None and best.bw_avg_gbps is not None and best.bw_avg_gbps < 0.9 * rate:

@@ -177,3 +177,19 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
     from rdmadoctor.probe import view as probe_view
     probe_view.extend(view, facts, build)
     return view
+
+
+SOFTWARE_DRIVERS = ("rxe", "rdma_rxe", "siw")
+
+
+def link_rate_gbps(view: Optional[Dict[str, Any]]) -> Optional[float]:
+    """The rate results are judged against: the one rate of this host's active hardware ports. Soft-RoCE and
+    soft-iWARP report a nominal rate (rxe says 2.5 Gb/s on any netdev), so they give none; two different
+    rates give none either (which port a test used is not known here)."""
+    if not view:
+        return None
+    rates = {p["rate_gbps"] for p in view.get("ports") or []
+             if p.get("state") == "ACTIVE" and p.get("driver") not in SOFTWARE_DRIVERS
+             and isinstance(p.get("rate_gbps"), (int, float)) and p["rate_gbps"] > 0}
+    return rates.pop() if len(rates) == 1 else None
+

@@ -200,3 +200,12 @@ def test_rule_errors_are_reported_with_file_and_rule(tmp_path):
                                        'title = "t"\nscope = "run"\nwhy = "w"\nfix = ["f"]\nwhen = { mesage = "D05" }\n')
     with pytest.raises(rule_table.RuleError, match="unknown condition key"):
         rule_table.load(str(tmp_path))
+
+
+@pytest.mark.parametrize("spec, rate", [("tree:sysfs/handmade-mlx5-pcie-degraded", 100.0),
+                                        ("facts:facts/lab/bookworm/facts-root.json", None)])
+def test_check_judges_against_the_hardware_port_rate_only(spec, rate):
+    """A ConnectX port's rate is the reference line of check's charts; Soft-RoCE's nominal 2.5 Gb/s is not."""
+    from rdmadoctor.diagnose import check
+    facts = json.loads(_facts_of(spec))
+    assert check(facts).link_rate_gbps == rate

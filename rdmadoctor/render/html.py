@@ -424,20 +424,12 @@ def _run_label(run: Dict[str, Any], names: Dict[str, int]) -> str:
 
 
 def link_rate(doc: Dict[str, Any]) -> Optional[float]:
-    """The link rate to draw against: the document's, else the one active port of the facts."""
+    """The link rate to draw against: the one the diagnosis judged results by (--link-rate or the facts)."""
     for key in ("link_rate_gbps", "link_rate"):
         value = _num(doc.get(key))
         if value and value > 0:
             return value
-    rates = set()
-    devices = _d(_d(_d(_d(doc.get("facts")).get("sections")).get("devices")).get("data")).get("devices")
-    for dev in _l(devices):
-        for port in _l(_d(dev).get("ports")):
-            port = _d(port)
-            rate = _num(port.get("rate_gbps"))
-            if rate and _s(port.get("state")).upper() == "ACTIVE":
-                rates.add(rate)
-    return rates.pop() if len(rates) == 1 else None
+    return None
 
 
 def charts_view(runs: Sequence[Any], rate: Optional[float]) -> List[Dict[str, Any]]:

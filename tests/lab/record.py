@@ -131,7 +131,8 @@ def header_fields(text: str) -> Dict[str, str]:
 
 def table(root: Path) -> str:
     """Markdown table of what each side printed, per scenario, from the recordings under ``root``."""
-    rows = ["| scenario | server printed | client printed | expected `explain` |", "|---|---|---|---|"]
+    rows = ["| scenario | server printed | client printed | expected `explain` | `explain` said | `check` said "
+            "(faulty host) |", "|---|---|---|---|---|---|"]
 
     def cell(pair: str, name: str, side: str) -> Optional[str]:
         path = root / pair / name / (side + ".log")
@@ -165,8 +166,43 @@ def table(root: Path) -> str:
         expect = sc.expect_explain or ("(healthy)" if sc.healthy else "(recorded only)")
         if sc.alternatives:
             expect += " (alt.: %s)" % ", ".join(sc.alternatives)
-        rows.append("| `%s` | %s | %s | %s |" % (name, cells[0], cells[1], expect))
+        said = _grouped({pair: _explain_said(root / pair / name) for pair in PAIR_ORDER})
+        checked = _grouped({pair: _check_said(root / pair / name) for pair in PAIR_ORDER})
+        rows.append("| `%s` | %s | %s | %s | %s | %s |" % (name, cells[0], cells[1], expect, said, checked))
     return "\n".join(rows) + "\n"
+
+
+def _grouped(per_pair: Dict[str, Optional[str]]) -> str:
+    """One value when every recorded pair agrees, else each pair's."""
+    groups: Dict[str, List[str]] = {}
+    for pair, value in per_pair.items():
+        if value is not None:
+            groups.setdefault(value, []).append(pair)
+    if len(groups) <= 1:
+        return next(iter(groups), "")
+    return "<br>".join("**%s**: %s" % (", ".join(ps), v) for v, ps in groups.items())
+
+
+def _verdict_words(verdict: Dict) -> str:
+    status = verdict.get("status")
+    return "(healthy)" if status == "ok" else "%s %s" % (status, verdict.get("cause") or "")
+
+
+def _explain_said(recording: Path) -> Optional[str]:
+    """What `rdmadoctor explain` says now on the recording's two logs."""
+    logs = [str(recording / n) for n in ("server.log", "client.log") if (recording / n).exists()]
+    if not logs:
+        return None
+    from rdmadoctor import diagnose
+    from rdmadoctor.logparse import parse_paths
+    return _verdict_words(diagnose.explain(parse_paths(logs)).verdict.to_dict())
+
+
+def _check_said(recording: Path) -> Optional[str]:
+    """What `rdmadoctor check` printed live inside the faulty host (meta.json), when the scenario ran it."""
+    meta = recording / "meta.json"
+    check = json.loads(meta.read_text()).get("check") if meta.exists() else None
+    return _verdict_words(check["verdict"]) if check and check.get("verdict") else None
 
 
 def _recover(lab: Lab) -> None:
