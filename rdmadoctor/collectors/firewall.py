@@ -45,9 +45,9 @@ def _peer_route(ctx: CollectContext) -> Dict[str, Optional[str]]:
     if not ctx.peer or not ctx.live:
         return {}
     try:
-        from pyroute2 import IPRoute
         import socket
-        with IPRoute() as ipr:
+        from rdmadoctor.collectors.netlink import pyroute2_api
+        with pyroute2_api().IPRoute() as ipr:
             r = list(ipr.route("get", dst=ctx.peer))[0]
             oif = r.get_attr("RTA_OIF")
             return {"dst": r.get_attr("RTA_PREFSRC"), "iif": socket.if_indextoname(oif) if oif else None}

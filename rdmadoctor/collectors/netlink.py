@@ -8,9 +8,13 @@ inside a running asyncio loop), and never with netns= (which would create a name
 """
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import socket
-from typing import Any, Dict, List, Optional
+import sys
+import threading
+import types
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 
@@ -26,6 +30,59 @@ RT_PROTO = {0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static", 16:
             188: "ospf", 9: "ra"}
 IFF_UP = 0x1
 RT_TABLE_MAIN = 254
+
+
+class Pyroute2(NamedTuple):
+    IPRoute: Any
+    NetlinkError: Any
+    version: Optional[str]
+
+
+_PYROUTE2: List[Pyroute2] = []
+_PYROUTE2_LOCK = threading.Lock()
+
+
+def pyroute2_api() -> Pyroute2:
+    """IPRoute, NetlinkError and the version; ImportError without pyroute2.
+
+    pyroute2's package __init__ imports every family it knows (IPDB, NDB, conntrack, nl80211, wireguard...):
+    40% of its import time, 2 of `check`'s 10 seconds on a lab VM. Only iproute and the exceptions are
+    needed, so they are imported under a bare stand-in for the package, which is dropped afterwards: a
+    later `import pyroute2` runs the real __init__ and reuses the modules already loaded. A layout this
+    does not fit falls back to the plain import.
+    """
+    with _PYROUTE2_LOCK:        # the collectors run in threads; sys.modules must not see two stand-ins
+        if not _PYROUTE2:
+            _PYROUTE2.append(_import_pyroute2())
+        return _PYROUTE2[0]
+
+
+def _import_pyroute2() -> Pyroute2:
+    if "pyroute2" not in sys.modules:
+        spec = importlib.util.find_spec("pyroute2")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("No module named 'pyroute2'")
+        stand_in = types.ModuleType("pyroute2")
+        stand_in.__path__ = list(spec.submodule_search_locations)
+        stand_in.__spec__ = spec
+        sys.modules["pyroute2"] = stand_in
+        try:
+            from pyroute2.iproute.linux import IPRoute
+            from pyroute2.netlink.exceptions import NetlinkError
+            try:
+                from pyroute2.config.version import __version__ as version
+            except ImportError:
+                version = None
+            return Pyroute2(IPRoute, NetlinkError, version)
+        except Exception:       # noqa: BLE001 - another layout: forget the partial import, do the plain one
+            for name in [n for n in sys.modules if n == "pyroute2" or n.startswith("pyroute2.")]:
+                del sys.modules[name]
+        finally:
+            if sys.modules.get("pyroute2") is stand_in:
+                del sys.modules["pyroute2"]
+    import pyroute2
+    from pyroute2 import IPRoute, NetlinkError
+    return Pyroute2(IPRoute, NetlinkError, getattr(pyroute2, "__version__", None))
 
 
 PREFIX = {"ifinfmsg": "IFLA_", "ifaddrmsg": "IFA_", "rtmsg": "RTA_", "ndmsg": "NDA_"}
@@ -143,7 +200,7 @@ def _neighbours(ipr: Any, names: Dict[int, str]) -> List[Dict[str, Any]]:
 
 
 def _peer(ipr: Any, peer: str, names: Dict[int, str], neighbours: List[Dict[str, Any]]) -> Dict[str, Any]:
-    from pyroute2 import NetlinkError
+    NetlinkError = pyroute2_api().NetlinkError
     out: Dict[str, Any] = {"address": peer}
     try:
         addr = ipaddress.ip_address(peer)
@@ -183,8 +240,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             ctx.unreadable(what, "needs rtnetlink on the live host (saved tree: only /sys/class/net)")
         return {"links": links, "addresses": None, "routes": None, "neighbours": None}
     try:
-        from pyroute2 import IPRoute
-        import pyroute2
+        api = pyroute2_api()
     except ImportError as exc:
         links = sysfs_links(ctx)
         if not links:
@@ -193,7 +249,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         for what in ("addresses", "routes", "neighbours") + (("peer route",) if ctx.peer else ()):
             ctx.unreadable(what, f"pyroute2 is not installed: {exc}")
         return {"links": links, "addresses": None, "routes": None, "neighbours": None}
-    version = getattr(pyroute2, "__version__", None)
+    version = api.version
     if version in (None, "unknown"):                # Debian's 0.7.2 package says "unknown"
         try:
             from importlib import metadata
@@ -202,7 +258,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             pass
     data: Dict[str, Any] = {"pyroute2": version}
     try:
-        ipr = IPRoute()
+        ipr = api.IPRoute()
     except Exception as exc:     # noqa: BLE001 - EPERM in a sandbox, no AF_NETLINK off Linux, loop errors
         raise Unavailable(f"cannot open rtnetlink: {type(exc).__name__}: {exc}")
     try:

@@ -37,6 +37,28 @@ def test_netlink_live_loopback_peer():
     assert data["peer"]["route"]["type"] == "local" and data["peer"]["route"]["ifname"] == "lo"
 
 
+def test_pyroute2_api_loads_iproute_without_the_whole_package_and_leaves_it_importable():
+    pytest.importorskip("pyroute2")
+    code = ("import json, sys\n"
+            "from rdmadoctor.collectors.netlink import pyroute2_api\n"
+            "api = pyroute2_api()\n"
+            "out = {'package_left': 'pyroute2' in sys.modules, 'ndb_loaded': 'pyroute2.ndb.main' in sys.modules,\n"
+            "       'module': api.IPRoute.__module__, 'version': api.version}\n"
+            "import pyroute2\n"
+            "out.update(same_class=pyroute2.IPRoute is api.IPRoute, has_ndb=hasattr(pyroute2, 'NDB'),\n"
+            "           error_class=pyroute2.NetlinkError is api.NetlinkError)\n"
+            "print(json.dumps(out))\n")
+    import json
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["package_left"] is False and out["ndb_loaded"] is False
+    assert out["module"] == "pyroute2.iproute.linux"
+    assert out["same_class"] and out["error_class"] and out["has_ndb"]
+
+
 @pytest.mark.parametrize("rel, version", [("bookworm", "0.7.2"), ("trixie", "0.9.7")])
 def test_netlink_recorded_in_the_lab(rel, version):
     data = section(load_json(LAB / rel / "facts-root.json"), "netlink")["data"]
