@@ -212,33 +212,23 @@ class Client(object):
         try:
             channel = v.CMEventChannel()
             cid = v.CMID(creator=channel, port_space=RDMA_PS_TCP)
-            emit("phase", phase="addr")
-            t = time.monotonic()
-            try:
-                ai = v.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=RDMA_PS_TCP)
-                cid.resolve_addr(ai, ADDR_TIMEOUT_MS)
-                kind, name = wait_event(v, channel)
-            except v.Error as exc:
-                emit("addr", state="error", event=None, seconds=round(time.monotonic() - t, 3), **error_fields(exc))
+            got = self.cm_event(channel, "addr", lambda: cid.resolve_addr(
+                v.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=RDMA_PS_TCP), ADDR_TIMEOUT_MS))
+            if got is None:
                 return
+            kind, name, seconds = got
+            emit("addr", state="resolved" if kind == 0 else "error", event=name, seconds=seconds)
             if kind != 0:
-                emit("addr", state="error", event=name, seconds=round(time.monotonic() - t, 3))
                 return
-            emit("addr", state="resolved", event=name, seconds=round(time.monotonic() - t, 3))
-            emit("phase", phase="route")
-            t = time.monotonic()
-            try:
-                cid.resolve_route(ROUTE_TIMEOUT_MS)
-                kind, name = wait_event(v, channel)
-            except v.Error as exc:
-                emit("route", state="error", event=None, seconds=round(time.monotonic() - t, 3), **error_fields(exc))
+            got = self.cm_event(channel, "route", lambda: cid.resolve_route(ROUTE_TIMEOUT_MS))
+            if got is None:
                 return
+            kind, name, seconds = got
             if kind != 2:
-                emit("route", state="error", event=name, seconds=round(time.monotonic() - t, 3))
+                emit("route", state="error", event=name, seconds=seconds)
                 return
             dev, ib_port = device_of(cid)
-            emit("route", state="resolved", event=name, device=dev, port=ib_port,
-                 seconds=round(time.monotonic() - t, 3))
+            emit("route", state="resolved", event=name, device=dev, port=ib_port, seconds=seconds)
             emit("phase", phase="setup")
             t = time.monotonic()
             try:
@@ -251,16 +241,11 @@ class Client(object):
                 emit("setup", state="error", seconds=round(time.monotonic() - t, 3), **error_fields(exc))
                 return
             emit("setup", state="ok", seconds=round(time.monotonic() - t, 3))
-            emit("phase", phase="connect")
-            t = time.monotonic()
-            try:
-                cid.connect(conn_param(v))
-                kind, name = wait_event(v, channel)
-            except v.Error as exc:
-                emit("connect", state="error", event=None, seconds=round(time.monotonic() - t, 3), **error_fields(exc))
+            got = self.cm_event(channel, "connect", lambda: cid.connect(conn_param(v)))
+            if got is None:
                 return
-            state = CONNECT_STATE.get(kind, "error")
-            emit("connect", state=state, event=name, seconds=round(time.monotonic() - t, 3))
+            kind, name, seconds = got
+            emit("connect", state=CONNECT_STATE.get(kind, "error"), event=name, seconds=seconds)
             if kind != 9:
                 return
             if mrs is not None:
@@ -277,6 +262,19 @@ class Client(object):
                         obj.close()
                 except Exception:   # noqa: BLE001 - teardown must not hide the result
                     pass
+
+    def cm_event(self, channel, phase, call):
+        """Starts one rdma_cm step and waits for its event: (event kind, event name, seconds), or None when
+        the call itself failed (reported as the phase's error)."""
+        emit("phase", phase=phase)
+        t = time.monotonic()
+        try:
+            call()
+            kind, name = wait_event(self.v, channel)
+        except self.v.Error as exc:
+            emit(phase, state="error", event=None, seconds=round(time.monotonic() - t, 3), **error_fields(exc))
+            return None
+        return kind, name, round(time.monotonic() - t, 3)
 
     @staticmethod
     def register(cid):
