@@ -11,6 +11,7 @@ from typing import Callable, List, Optional, Protocol
 from rdmadoctor import diagnose
 from rdmadoctor.bench.plan import RunSpec
 from rdmadoctor.bench.ptyproc import PtyProcess
+from rdmadoctor.bench.remote import BenchAgentError
 from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
 from rdmadoctor.logparse import parse_streams
 
@@ -75,9 +76,7 @@ def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: 
         try:
             try:
                 server = remote.start_server(spec)
-            except Exception as exc:         # the agent refused or failed to start this one: record it
-                if type(exc).__name__ != "BenchAgentError":
-                    raise
+            except BenchAgentError as exc:   # the agent refused or failed to start this one: record it
                 combo = ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)),
                                     size=int(spec.get("size")) if spec.get("size") else None, status="failed",
                                     seconds=round(time.monotonic() - started, 3), argv=spec.argv(),
