@@ -103,6 +103,24 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
                      comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view))
 
 
+def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """The sides of a failed combination whose buffer registration failed ("Couldn't allocate MR") on a host
+    whose facts show a locked-memory limit below what that perftest pins: the log's guess, confirmed."""
+    from rdmadoctor import factview
+    need = factview.perftest_pin_bytes(combo.size, combo.qp)
+    out = []
+    for run in parsed.runs:
+        host = hosts.get(run.side)
+        if host is None or not any(m.id == "R03" for m in run.messages):
+            continue
+        memlock = host["memlock"]
+        if memlock["exempt"] or memlock["soft"] is None or memlock["soft"] >= need:
+            continue
+        out.append({"label": combo.label, "side": run.side, "host": host["host"].get("hostname") or run.side,
+                    "user": host["host"].get("user") or "?", "limit": memlock["soft"], "need": need})
+    return out
+
+
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
           earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10) -> Diagnosis:
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
@@ -117,6 +135,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     host_rates = [factview.link_rate_gbps(v) for v in (view, view["peer_facts"]) if v]
     rate = result.link_rate_gbps or (min(host_rates) if host_rates and all(host_rates) else None)
     findings = []
+    memlock_short: List[Dict[str, Any]] = []
     for combo in result.results:
         if combo.status == "ok" or not (combo.client_log or combo.server_log):
             continue
@@ -126,6 +145,8 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
             f.title = f"[{combo.label}] {f.title}"
             f.key = f"{combo.label}|{f.key}"
             findings.append(f)
+        # the peer's agent started the server, so the peer's facts hold the limit the server ran under
+        memlock_short += _memlock_short(combo, parsed, {"client": view, "server": view["peer_facts"]})
     shortfalls = []
     best = result.best()
     if rate and best is not None and best.bw_avg_gbps is not None and best.bw_avg_gbps < 0.9 * rate:
@@ -143,6 +164,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
                      # failures with no perftest output to explain (the agent refused or could not start it)
                      "unexplained": [{"label": c.label, **(c.verdict or {})} for c in result.results
                                      if c.status != "ok" and not (c.client_log or c.server_log)],
+                     "memlock": memlock_short,
                      "done": len(result.results), "interrupted": result.interrupted}
     ctx = context(None, facts_view=view)
     ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"

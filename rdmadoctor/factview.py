@@ -10,8 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-PERFTEST_DEFAULT_PIN = 128 * 1024          # 2 x 64 KiB: perftest's buffer with default options
-PERFTEST_ALL_SIZES_PIN = 16 * 1024 * 1024  # 2 x 8 MiB with -a
+
+def perftest_pin_bytes(size: Optional[int] = None, qps: Optional[int] = None) -> int:
+    """The least a bandwidth test pins: perftest's alloc_ctx makes its buffer max(size, one page) x 2 (send and
+    receive halves) x the QPs (x flows; 1 unless --flows), and registers it whole."""
+    return max(size or 65536, 4096) * 2 * max(qps or 1, 1)
+
+
+PERFTEST_DEFAULT_PIN = perftest_pin_bytes()                    # 128 KiB: default options
+PERFTEST_ALL_SIZES_PIN = perftest_pin_bytes(8 * 1024 * 1024)   # 16 MiB: -a goes up to 8 MiB
 _CHAIN = re.compile(r"(?:^|at )((?:inet|ip6?|netdev|bridge|arp) \S+ \S+) handle \d+")
 # Soft-RoCE / soft-iWARP log an application's QP errors (e.g. rxe's "make_send_cqe ... status = 13"):
 # those are not a device or firmware fault.

@@ -102,8 +102,12 @@ def _patched(value):
 
 
 def facts_for(entry) -> dict:
-    facts = json.loads(_facts_of(entry["input"]))
-    for path, value in entry.get("with", {}).items():
+    return patched(json.loads(_facts_of(entry["input"])), entry.get("with", {}))
+
+
+def patched(facts: dict, changes: dict) -> dict:
+    """`changes`: dotted paths into the facts document -> new values (a case's `with`)."""
+    for path, value in changes.items():
         node, parts = facts, path.split(".")
         for part in parts[:-1]:
             node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
@@ -142,6 +146,13 @@ def _bench_result(rows, link_rate=None):
     return BenchResult("192.0.2.2", "2026-11-29T00:00:00+00:00", link_rate, combos)
 
 
+def _recorded_sweep(name):
+    from rdmadoctor.bench.results import BenchResult, ComboResult
+    doc = json.loads((FIXTURES / name).read_text())
+    return BenchResult(doc["peer"], doc["started"], doc["link_rate_gbps"], [ComboResult(**r) for r in doc["results"]],
+                       doc["interrupted"], doc["facts"])
+
+
 BENCH_PARAMS = [(c["rule"], kind, i, entry, c.get("verdict"))
                 for c in BENCH_CASES["case"] for kind in ("fires", "quiet") for i, entry in enumerate(c.get(kind, []))]
 
@@ -150,6 +161,16 @@ BENCH_PARAMS = [(c["rule"], kind, i, entry, c.get("verdict"))
                          ids=[f"{p[0]}-{p[1]}-{p[2]}" for p in BENCH_PARAMS])
 def test_bench_rule_case(rule, kind, index, entry, verdict):
     from rdmadoctor.diagnose import bench
+    if entry.get("sweep"):
+        # a sweep recorded in the lab, both sides' logs and both hosts' facts as they were
+        result = _recorded_sweep(entry["sweep"])
+        d = bench(result, result.facts["local"], patched(copy.deepcopy(result.facts["peer"]), entry.get("peer_with", {})))
+        fired = [f for f in d.findings if f.rule == rule]
+        assert bool(fired) == (kind == "fires"), [(f.rule, f.title) for f in d.findings]
+        assert all(f.evidence and "?" not in f.title for f in fired), [f.title for f in fired]
+        if verdict is not None and kind == "fires" and index == 0:
+            assert d.verdict.cause == verdict and d.verdict.rule == rule, d.verdict
+        return
     spec = entry["facts"] if entry["facts"].startswith("tree:") else "facts:" + entry["facts"]
     facts = facts_for({"input": spec, "with": entry.get("with", {})})
     earlier = _bench_result(entry["earlier"]).to_dict() if entry.get("earlier") else None

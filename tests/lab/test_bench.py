@@ -92,6 +92,9 @@ def test_a_failing_combination_is_explained_and_the_others_complete(lab):
     assert failed["verdict"]["cause"] == "memlock-limit", failed["verdict"]
     verdict = got["diagnosis"]["verdict"]
     assert verdict["status"] == "failure" and verdict["cause"] == "memlock-limit" and got["rc"] == 2
+    # the peer's facts (the agent's own limit) confirm what the server's log suggested
+    assert verdict["rule"] == "BENCH-MEMLOCK" and verdict["confidence"] == "high", verdict
+    assert "1 MiB" in verdict["summary"] and "2 MiB" in verdict["summary"], verdict
 
 
 @pytest.mark.lab
