@@ -114,7 +114,7 @@ def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str,
         if host is None or not any(m.id == "R03" for m in run.messages):
             continue
         memlock = host["memlock"]
-        if memlock["exempt"] or memlock["soft"] is None or memlock["soft"] >= need:
+        if not factview.memlock_below(memlock["soft"], memlock["exempt"], need):
             continue
         out.append({"label": combo.label, "side": run.side, "host": host["host"].get("hostname") or run.side,
                     "user": host["host"].get("user") or "?", "limit": memlock["soft"], "need": need})

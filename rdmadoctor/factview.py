@@ -19,6 +19,12 @@ def perftest_pin_bytes(size: Optional[int] = None, qps: Optional[int] = None) ->
 
 PERFTEST_DEFAULT_PIN = perftest_pin_bytes()                    # 128 KiB: default options
 PERFTEST_ALL_SIZES_PIN = perftest_pin_bytes(8 * 1024 * 1024)   # 16 MiB: -a goes up to 8 MiB
+
+
+def memlock_below(soft: Optional[int], exempt: bool, need: int) -> bool:
+    """Registering `need` bytes would hit the limit: it is known, it applies (neither root nor
+    CAP_IPC_LOCK) and it is smaller."""
+    return not exempt and soft is not None and soft < need
 _CHAIN = re.compile(r"(?:^|at )((?:inet|ip6?|netdev|bridge|arp) \S+ \S+) handle \d+")
 # Soft-RoCE / soft-iWARP log an application's QP errors (e.g. rxe's "make_send_cqe ... status = 13"):
 # those are not a device or firmware fault.
@@ -142,8 +148,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "rdma_cm_node": rdma_cm[0] if rdma_cm else None,
         "memlock": {"soft": soft, "hard": memlock.get("hard"), "unlimited": soft is None and "soft" in memlock,
                     "exempt": exempt, "known": "soft" in memlock,
-                    "below_default": (not exempt) and soft is not None and soft < PERFTEST_DEFAULT_PIN,
-                    "below_all_sizes": (not exempt) and soft is not None and soft < PERFTEST_ALL_SIZES_PIN,
+                    "below_default": memlock_below(soft, exempt, PERFTEST_DEFAULT_PIN),
+                    "below_all_sizes": memlock_below(soft, exempt, PERFTEST_ALL_SIZES_PIN),
                     "limits_conf": limits.get("limits_conf") or []},
         "firewall": {},
         "firewall_blocks": [],
