@@ -105,7 +105,7 @@ def explain(
 ) -> None:
     """Name the root cause of a failing (or slow) perftest run from its output."""
     _required(logs, "LOG...", "argument")
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import InputError, parse_paths
     rate = None
     if link_rate is not None:
@@ -169,7 +169,7 @@ def check(
                                              "waiting perftest server takes it for its client and fails."),
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.collectors import FactsError, collect_facts, load_facts, save_facts
     from rdmadoctor.collectors.base import CollectContext
     from rdmadoctor.logparse import InputError, parse_paths
@@ -191,7 +191,7 @@ def check(
     else:
         ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
         if address and probe:                 # issue 5: the probe ladder runs alongside the collection
-            from rdmadoctor.agent.protocol import read_token
+            from rdmadoctor.probe.protocol import read_token
             from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
             try:
                 token, _ = read_token(str(token_file) if token_file else None)
@@ -253,8 +253,8 @@ def bench(
 ) -> None:
     """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
     _required(peer, "--peer", "option")
-    from rdmadoctor import diagnose
-    from rdmadoctor.agent import protocol as ap
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.probe import protocol as ap
     from rdmadoctor.bench import plan, results
     from rdmadoctor.bench import run as bench_run
     from rdmadoctor.bench.remote import AgentPeer, BenchAgentError

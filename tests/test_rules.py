@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rdmadoctor.collectors import collect_facts, load_facts
 from rdmadoctor.collectors.base import CollectContext
-from rdmadoctor.diagnose import check, explain
+from rdmadoctor.engine.diagnose import check, explain
 from rdmadoctor.engine import rules as rule_table
 from rdmadoctor.logparse import parse_streams
 
@@ -160,7 +160,7 @@ BENCH_PARAMS = [(c["rule"], kind, i, entry, c.get("verdict"))
 @pytest.mark.parametrize("rule,kind,index,entry,verdict", BENCH_PARAMS,
                          ids=[f"{p[0]}-{p[1]}-{p[2]}" for p in BENCH_PARAMS])
 def test_bench_rule_case(rule, kind, index, entry, verdict):
-    from rdmadoctor.diagnose import bench
+    from rdmadoctor.engine.diagnose import bench
     if entry.get("sweep"):
         # a sweep recorded in the lab, both sides' logs and both hosts' facts as they were
         result = _recorded_sweep(entry["sweep"])
@@ -227,6 +227,6 @@ def test_rule_errors_are_reported_with_file_and_rule(tmp_path):
                                         ("facts:facts/lab/bookworm/facts-root.json", None)])
 def test_check_judges_against_the_hardware_port_rate_only(spec, rate):
     """A ConnectX port's rate is the reference line of check's charts; Soft-RoCE's nominal 2.5 Gb/s is not."""
-    from rdmadoctor.diagnose import check
+    from rdmadoctor.engine.diagnose import check
     facts = json.loads(_facts_of(spec))
     assert check(facts).link_rate_gbps == rate

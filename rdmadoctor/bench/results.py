@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from rdmadoctor.engine.features import UNIT_TO_GBPS, real_rows
+from rdmadoctor.knowledge.perftest import UNIT_TO_GBPS
+from rdmadoctor.views.params import real_rows
 from rdmadoctor.model import Run
 
 SCHEMA = "rdmadoctor-bench/1"

@@ -8,9 +8,9 @@ import io
 import time
 from typing import Callable, List, Optional, Protocol
 
-from rdmadoctor import diagnose
-from rdmadoctor.bench.plan import RunSpec
-from rdmadoctor.bench.ptyproc import PtyProcess
+from rdmadoctor.engine import diagnose
+from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
+from rdmadoctor.runtime.pty import PtyProcess
 from rdmadoctor.bench.remote import BenchAgentError
 from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
 from rdmadoctor.logparse import parse_streams
@@ -25,15 +25,6 @@ class PerftestPeer(Protocol):
     def start_server(self, spec: RunSpec) -> dict: ...          # {"handle", "port"}
     def wait_server(self, handle: int, wait: float) -> dict: ...  # {"output", "rc", "timed_out"}
     def stop_server(self, handle: int) -> None: ...
-
-
-def expected_seconds(spec: RunSpec) -> float:
-    duration = spec.get("duration")
-    if duration is not None:
-        return float(duration) + 5.0
-    iters = float(spec.get("iters", 5000 if spec.tool == "ib_write_bw" else 1000))
-    size = float(spec.get("size", 65536))
-    return 5.0 + iters * size * 8 / 1e9        # at 1 Gb/s: a slow fabric still finishes inside the bound
 
 
 def run_client(argv: List[str], timeout: float) -> dict:

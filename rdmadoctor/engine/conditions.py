@@ -21,8 +21,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from rdmadoctor import params
-from rdmadoctor.engine import features
+from rdmadoctor.views import params
+from rdmadoctor.views import features
 from rdmadoctor.model import Evidence, Message, Run
 
 MAX_EVIDENCE_PER_CONDITION = 6

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from rdmadoctor.engine import conditions, rules as rule_table, template
 from rdmadoctor.engine.conditions import Scope
 from rdmadoctor.engine.rules import Rule
-from rdmadoctor.logparse.options import LONG, SHORT
+from rdmadoctor.knowledge.perftest import LONG, SHORT
 from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict  # noqa: F401
 
 

@@ -10,8 +10,9 @@ import math
 import re
 from typing import Any, Dict
 
-from rdmadoctor import params
-from rdmadoctor.engine import features
+from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
+from rdmadoctor.views import params
+from rdmadoctor.views import features
 from rdmadoctor.model import Run
 
 _FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
@@ -81,7 +82,7 @@ def _apply(value: Any, name: str, arg: str) -> Any:
     if name == "default":
         return value
     if name == "option":          # a negotiated field name (X09) -> the option that sets it
-        return params.NEGOTIATED_FIELDS.get(str(value), str(value))
+        return NEGOTIATED_FIELDS.get(str(value), str(value))
     raise ValueError(f"unknown template filter {name}")
 
 

@@ -1,7 +1,8 @@
 """The message catalogue: recognises every line perftest (and libibverbs/librdmacm) can print.
 
-Two sources, one form:
-  catalog.toml          curated entries with the reference's ids, typed fields and side hints;
+Two sources, one form (both in rdmadoctor/knowledge/messages/):
+  <producer>.toml       curated entries: ids, typed fields and side hints (perftest.toml: perftest,
+                        libibverbs and librdmacm as perftest shows them);
   perftest_strings.tsv  every message string of perftest 6.29, compiled from its C format, so that an
                         error no curated entry covers is still recognised (with its file and function).
 A line may hold several messages (a chat or a blog flattened them into one line): `find` returns all
@@ -21,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-HERE = Path(__file__).resolve().parent
+MESSAGES = Path(__file__).resolve().parent.parent / "knowledge" / "messages"
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
 _TYPES = {
@@ -237,7 +238,7 @@ def _kind_of(literal: str) -> str:
 
 
 def _curated() -> List[Pattern]:
-    with open(HERE / "catalog.toml", "rb") as f:
+    with open(MESSAGES / "perftest.toml", "rb") as f:
         data = tomllib.load(f)
     patterns = []
     for entry in data["message"]:
@@ -256,7 +257,7 @@ def _curated() -> List[Pattern]:
 
 def _generated() -> List[Pattern]:
     patterns = []
-    for line in (HERE / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
+    for line in (MESSAGES / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
         if not line or line.startswith("#"):
             continue
         file, function, _stream, literal = line.split("\t", 3)

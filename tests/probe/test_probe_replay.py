@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rdmadoctor.diagnose import check
+from rdmadoctor.engine.diagnose import check
 from rdmadoctor.engine import rules as rule_table
 from rdmadoctor.logparse import parse_paths
-from rdmadoctor.probe import ladder as probe_ladder
+from rdmadoctor.engine import probe_ladder
 from tests.probe.helpers import DATA
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,11 +11,10 @@ import string
 from typing import Any, Callable, Dict, Optional
 
 from rdmadoctor.model import Run
-from rdmadoctor.params import UINT32
+from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
+from rdmadoctor.views.params import real_rows
 
 _PRINTABLE = set(string.hexdigits + ":")
-UNIT_TO_GBPS = {"MB/sec": 8 * 1048576 / 1e9, "MiB/sec": 8 * 1048576 / 1e9, "Gb/sec": 1.0}
-# perftest's "MB/sec" was always 2^20 bytes (its MEGA factor); 24.07 renamed the column MiB/sec.
 
 
 def _decoded(value: int) -> Optional[str]:
@@ -43,10 +42,6 @@ def garbage_row(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 def errors(run: Run, ctx) -> int:
     return sum(1 for m in run.messages if m.kind == "error")
-
-
-def real_rows(run: Run):
-    return [r for r in run.results if r.size < UINT32 and r.iterations < UINT32]
 
 
 def results(run: Run, ctx) -> int:
@@ -154,7 +149,7 @@ def named_device_listed(run: Run, ctx) -> bool:
 
 
 def generation(run: Run, ctx):
-    from rdmadoctor.generation import infer
+    from rdmadoctor.views.generation import infer
     return infer(run)
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import subprocess
 import threading
 import time
-from typing import List, Optional
+from typing import List
+
+from rdmadoctor.runtime import proc
 
 OUTPUT_LIMIT = 1 << 20             # bytes of output kept
 
@@ -78,10 +81,8 @@ class PtyProcess:
     def stop(self) -> None:
         if not self.running():
             return
-        for sig, grace in ((2, 2.0), (9, 5.0)):      # SIGINT lets perftest print what it prints on Ctrl-C
-            try:
-                os.killpg(self.proc.pid, sig)
-            except OSError:
+        for sig, grace in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):   # SIGINT: perftest prints what it prints on Ctrl-C
+            if not proc.signal_group(self.proc, sig):
                 return
             try:
                 self.proc.wait(timeout=grace)

@@ -8,17 +8,9 @@ rule can iterate with `each = "ports"`. Nothing here judges: it only joins and d
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
-
-def perftest_pin_bytes(size: Optional[int] = None, qps: Optional[int] = None) -> int:
-    """The least a bandwidth test pins: perftest's alloc_ctx makes its buffer max(size, one page) x 2 (send and
-    receive halves) x the QPs (x flows; 1 unless --flows), and registers it whole."""
-    return max(size or 65536, 4096) * 2 * max(qps or 1, 1)
-
-
-PERFTEST_DEFAULT_PIN = perftest_pin_bytes()                    # 128 KiB: default options
-PERFTEST_ALL_SIZES_PIN = perftest_pin_bytes(8 * 1024 * 1024)   # 16 MiB: -a goes up to 8 MiB
+from rdmadoctor.knowledge import perftest
 
 
 def memlock_below(soft: Optional[int], exempt: bool, need: int) -> bool:
@@ -148,8 +140,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "rdma_cm_node": rdma_cm[0] if rdma_cm else None,
         "memlock": {"soft": soft, "hard": memlock.get("hard"), "unlimited": soft is None and "soft" in memlock,
                     "exempt": exempt, "known": "soft" in memlock,
-                    "below_default": memlock_below(soft, exempt, PERFTEST_DEFAULT_PIN),
-                    "below_all_sizes": memlock_below(soft, exempt, PERFTEST_ALL_SIZES_PIN),
+                    "below_default": memlock_below(soft, exempt, perftest.DEFAULT_PIN),
+                    "below_all_sizes": memlock_below(soft, exempt, perftest.ALL_SIZES_PIN),
                     "limits_conf": limits.get("limits_conf") or []},
         "firewall": {},
         "firewall_blocks": [],
@@ -187,7 +179,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "neighbour": ((peer_data or {}).get("neighbour") or {}).get("state"),
         }
     # issue 5 (check --peer): view["probe"], view["remote"], view["pair"] from the probe's facts sections
-    from rdmadoctor.probe import view as probe_view
+    from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view
 

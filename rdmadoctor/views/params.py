@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT, is_real_row
 from rdmadoctor.model import Run
 
-DEFAULT_PORT = 18515
-UINT32 = 1 << 32            # a result row's #bytes beyond this is not a size (desynchronised exchange)
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,11 @@ def _size(text: Any) -> Optional[int]:
         return int(s[:-1] if mult != 1 else s) * mult
     except ValueError:
         return None
+
+
+def real_rows(run: Run) -> list:
+    """The rows that measured something (knowledge.perftest.is_real_row)."""
+    return [r for r in run.results if is_real_row(r.size, r.iterations)]
 
 
 def _opt(run: Run, *names: str) -> Optional[Tuple[str, Any]]:
@@ -117,15 +121,11 @@ def connection(run: Run) -> Optional[Value]:
     return None
 
 
-def _real_rows(run: Run):
-    return [r for r in run.results if 0 < r.size < UINT32]
-
-
 def all_sizes(run: Run) -> Optional[Value]:
     o = _opt(run, "all")
     if o:
         return _from_command(run, True, "all")
-    rows = _real_rows(run)
+    rows = real_rows(run)
     if len({r.size for r in rows}) > 1:
         return Value(True, "results", rows[1].line, f"result rows for {len({r.size for r in rows})} sizes")
     if run.command:
@@ -148,7 +148,7 @@ def size(run: Run) -> Optional[Value]:
     o = _opt(run, "size")
     if o and _size(o[1]) is not None:
         return _from_command(run, _size(o[1]), "size")
-    rows = _real_rows(run)
+    rows = real_rows(run)
     if rows:
         return Value(rows[0].size, "results", rows[0].line, f"result row: #bytes {rows[0].size}")
     if run.command:
@@ -177,8 +177,8 @@ def iters(run: Run) -> Optional[Value]:
     o = _opt(run, "iters")
     if o and _int(o[1]) is not None:
         return _from_command(run, _int(o[1]), "iters")
-    rows = _real_rows(run)
-    if rows and rows[0].iterations < UINT32:
+    rows = real_rows(run)
+    if rows:
         return Value(rows[0].iterations, "results", rows[0].line, f"result row: #iterations {rows[0].iterations}")
     if run.command:
         return _default(run, _default_iters(run), "-n/--iters")
@@ -321,7 +321,7 @@ def host(run: Run) -> Optional[Value]:
 
 
 def generation(run: Run) -> Optional[Value]:
-    from rdmadoctor.generation import infer
+    from rdmadoctor.views.generation import infer
     g = infer(run)
     if not g.known or not g.consistent:
         return None
@@ -381,17 +381,6 @@ PARAMETERS: Dict[str, Tuple[Callable[[Run], Optional[Value]], str, str]] = {
     "generation": (generation, "perftest generation", ""),
     "version_low": (version_low, "oldest perftest VERSION it can be", ""),
     "version_high": (version_high, "newest perftest VERSION it can be", ""),
-}
-
-
-# perftest >= 6.28 prints " <field> mismatch: local=.., remote=.." with its internal field names.
-NEGOTIATED_FIELDS = {
-    "test_method": "-a / --run_infinitely", "connection_type": "-c", "verb": "the test binary (write/read/send/atomic)",
-    "tst": "the test binary (_bw vs _lat)", "atomicType": "-A", "test_type": "-D (duration) vs -n (iterations)",
-    "report_fmt": "--report_gbits", "size": "-s", "iters": "-n", "aes_xts": "--aes_xts", "num_of_qps": "-q/--qp",
-    "duration": "-D", "use_rdma_cm": "-R / -z", "use_write_with_imm": "--write_with_imm",
-    "no_enhanced_reorder": "--no_enhanced_reorder", "sig_offload": "--sig_offload",
-    "data_validation": "--data_validation",
 }
 
 

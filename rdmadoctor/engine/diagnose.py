@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from rdmadoctor import params
+from rdmadoctor.knowledge import perftest
+from rdmadoctor.views import params
 from rdmadoctor.engine import evaluate
 from rdmadoctor.model import Diagnosis, ParsedLog, Run
 
@@ -70,8 +71,9 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagno
 
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None) -> Diagnosis:
     """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
-    from rdmadoctor import factview, ladder
-    from rdmadoctor.probe import ladder as probe_ladder      # issue 5: the --peer probe's own ladder
+    from rdmadoctor.engine import ladder
+    from rdmadoctor.views import factview
+    from rdmadoctor.engine import probe_ladder      # issue 5: the --peer probe's own ladder
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view)
@@ -106,8 +108,8 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
 def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:
     """The sides of a failed combination whose buffer registration failed ("Couldn't allocate MR") on a host
     whose facts show a locked-memory limit below what that perftest pins: the log's guess, confirmed."""
-    from rdmadoctor import factview
-    need = factview.perftest_pin_bytes(combo.size, combo.qp)
+    from rdmadoctor.views import factview
+    need = perftest.pin_bytes(combo.size, combo.qp)
     out = []
     for run in parsed.runs:
         host = hosts.get(run.side)
@@ -126,7 +128,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
     link rate attributed with the hosts' facts, regressions against an earlier sweep."""
     import io
-    from rdmadoctor import factview
+    from rdmadoctor.views import factview
     from rdmadoctor.bench.results import regressions
     from rdmadoctor.logparse import parse_streams
     view = factview.build(local_facts or {"sections": {}})

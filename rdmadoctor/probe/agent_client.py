@@ -5,7 +5,7 @@ import json
 import socket
 from typing import Any, Dict, Optional
 
-from rdmadoctor.agent import protocol as p
+from rdmadoctor.probe import protocol as p
 
 
 class AgentFailure(Exception):
