@@ -146,6 +146,7 @@ class Finding:
     next_steps: List[str] = field(default_factory=list)   # what to collect or run to tell them apart
     refs: List[str] = field(default_factory=list)
     rung: Optional[str] = None
+    probe_rung: Optional[str] = None     # the --peer ladder's rung it speaks about (then it belongs to that ladder)
     explained_by: Optional[str] = None   # id of the rule whose cause accounts for this symptom
     key: Optional[str] = None            # what makes two findings of one rule distinct
 

@@ -12,7 +12,7 @@ from rdmadoctor.engine import diagnose
 from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
 from rdmadoctor.runtime.pty import PtyProcess
 from rdmadoctor.bench.remote import BenchAgentError
-from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
+from rdmadoctor.views.bench import BenchResult, ComboResult, metrics
 from rdmadoctor.logparse import parse_streams
 
 CLIENT_GRACE = 30.0          # seconds beyond the expected run time before the client is stopped

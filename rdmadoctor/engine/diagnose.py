@@ -6,7 +6,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from rdmadoctor.knowledge import perftest
 from rdmadoctor.views import params
-from rdmadoctor.engine import evaluate
+from rdmadoctor.engine import evaluate, rules as rule_table
+from rdmadoctor.engine.rules import LOG_SCOPES, Table
 from rdmadoctor.model import Diagnosis, ParsedLog, Run
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
@@ -61,26 +62,29 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
     return ctx
 
 
-def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None) -> Diagnosis:
+def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None) -> Diagnosis:
+    table = table if table is not None else rule_table.load()
     ctx = context(parsed, link_rate_gbps)
-    findings = evaluate.rank(evaluate.find(parsed.runs, ctx))
+    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, table.of_scope(*LOG_SCOPES)), table)
     return Diagnosis(command="explain", verdict=evaluate.verdict(findings, parsed.runs, ctx), findings=findings,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps)
 
 
-def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None) -> Diagnosis:
+def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None,
+          table: Optional[Table] = None) -> Diagnosis:
     """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
     from rdmadoctor.engine import ladder
     from rdmadoctor.views import factview
     from rdmadoctor.engine import probe_ladder      # issue 5: the --peer probe's own ladder
+    table = table if table is not None else rule_table.load()
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view)
-    findings = evaluate.rank(evaluate.find(runs, ctx))
+    findings = evaluate.rank(evaluate.find(runs, ctx, table.of_scope(*LOG_SCOPES, "facts")), table)
     rungs = ladder.build([f for f in findings if not probe_ladder.owns(f)], view, peer)
     probe_rungs, probe_top = probe_ladder.build(findings, view)      # ([], None) without a probe
-    findings = evaluate.rank(findings)
+    findings = evaluate.rank(findings, table)
     verdict = evaluate.verdict(findings, runs, ctx)
     first_failed = next((r for r in rungs if r.state == "failed"), None)
     if first_failed is not None:
@@ -124,12 +128,12 @@ def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str,
 
 
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
-          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10) -> Diagnosis:
+          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10, table: Optional[Table] = None) -> Diagnosis:
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
     link rate attributed with the hosts' facts, regressions against an earlier sweep."""
     import io
     from rdmadoctor.views import factview
-    from rdmadoctor.bench.results import regressions
+    from rdmadoctor.views.bench import regressions
     from rdmadoctor.logparse import parse_streams
     view = factview.build(local_facts or {"sections": {}})
     view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
@@ -143,7 +147,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
             continue
         parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
                                 (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
-        for f in explain(parsed, rate).findings:
+        for f in explain(parsed, rate, table).findings:
             f.title = f"[{combo.label}] {f.title}"
             f.key = f"{combo.label}|{f.key}"
             findings.append(f)
@@ -170,9 +174,8 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
                      "done": len(result.results), "interrupted": result.interrupted}
     ctx = context(None, facts_view=view)
     ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"
-    from rdmadoctor.engine import rules as rule_table
-    bench_rules = [r for r in rule_table.load() if r.id.startswith("BENCH-")]
-    findings = evaluate.rank(findings + evaluate.find([], ctx, bench_rules))
+    table = table if table is not None else rule_table.load()
+    findings = evaluate.rank(findings + evaluate.find([], ctx, table.of_scope("bench")), table)
     verdict = evaluate.verdict(findings, [], ctx)
     if verdict.status == "ok":
         done = [c for c in result.results if c.status == "ok"]

@@ -40,8 +40,9 @@ def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable
     elif rule.scope == "input":
         s, c = matched[0] if matched else (None, None)
         yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope == "facts":
-        if ctx.get("facts_view") is None:
+    elif rule.scope in ("facts", "bench"):
+        view = ctx.get("facts_view")
+        if view is None or (rule.scope == "bench") != ("bench" in view):
             return
         if rule.each:
             for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
@@ -122,7 +123,7 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
                    explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
                    confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
-                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, key=key)
+                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
 
 
 def reflow(text: str) -> str:

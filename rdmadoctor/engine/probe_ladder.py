@@ -11,32 +11,20 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.model import Evidence, Finding, Rung, Verdict
+from rdmadoctor.views.probeview import RUNG_NAMES
 
-PREFIX = "PEER-"
-# rule -> the probe rung it explains (rules/host-peer.toml; tests/probe/test_probe_rules.py keeps it complete)
-PROBE_RUNG = {
-    "PEER-REMOTE-NO-DEVICE": 5, "PEER-REMOTE-PORT-DOWN": 5,
-    "PEER-TCP-REJECTED": 2, "PEER-TCP-FILTERED": 2, "PEER-NO-ARP": 2, "PEER-GONE": 2, "PEER-DROPS-ALL": 2,
-    "PEER-SILENT": 2, "PEER-PERFTEST-NOT-LISTENING": 2, "PEER-REMOTE-FIREWALL-TCP": 2,
-    "PEER-CM-ADDR-ERROR": 4, "PEER-CM-ROUTE-ERROR": 4,
-    "PEER-CM-SILENT": 5, "PEER-CM-FAILED": 5, "PEER-SETUP-MEMLOCK": 5, "PEER-REMOTE-FIREWALL-ROCE": 5,
-    "PEER-LINK-LAYER-MISMATCH": 5, "PEER-GID-TYPE-MISMATCH": 5, "PEER-SUBNET-V1": 5,
-    "PEER-EXCHANGE-FAILED": 6, "PEER-EXCHANGE-CORRUPT": 6, "PEER-MTU-MISMATCH-BREAKS": 6,
-    "PEER-TRANSPORT-CONFIRMED": 6, "PEER-CONFIRMS-QP-COUNT": 6, "PEER-FABRIC-WORKS": 6,
-    "PEER-BURST-LOSS": 7, "PEER-BURST-SLOW": 7, "PEER-BURST-FAILED": 7, "PEER-MTU-MISMATCH": 7,
-    "PEER-PERFTEST-INCOMPATIBLE": 7, "PEER-PERFTEST-DIFFERS": 7,
-    "PEER-REMOTE-LISTENER": 7, "PEER-REMOTE-PERFTEST-MISSING": 7,
-}
+RUNG_NUMBERS = {name: n for n, name in RUNG_NAMES.items()}
+
 HOST_RUNGS = {1: ("device", "driver", "port"), 3: ("address", "port")}
 
 
 def owns(finding: Finding) -> bool:
-    """Findings of rules/host-peer.toml belong to this ladder, not to check's host ladder."""
-    return finding.rule.startswith(PREFIX)
+    """A finding of a rule with a `probe_rung` belongs to this ladder, not to check's host ladder."""
+    return finding.probe_rung is not None
 
 
 def rung_of(finding: Finding) -> Optional[int]:
-    return PROBE_RUNG.get(finding.rule)
+    return RUNG_NUMBERS.get(finding.probe_rung) if finding.probe_rung else None
 
 
 def _top(findings: List[Finding], n: int) -> Optional[Finding]:

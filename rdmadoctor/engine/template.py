@@ -15,8 +15,10 @@ from rdmadoctor.views import params
 from rdmadoctor.views import features
 from rdmadoctor.model import Run
 
-_FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
+FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
+FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option")
+RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
 class Missing(Exception):
@@ -102,4 +104,4 @@ def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:
             return str(value)
         except Missing:
             return default if default is not None else MISSING
-    return _FIELD.sub(one, template)
+    return FIELD.sub(one, template)

@@ -269,6 +269,18 @@ def _generated() -> List[Pattern]:
     return patterns
 
 
+# Fields every recognised message carries besides its pattern's own (logparse/runs.py adds them).
+COMMON_FIELDS = ("origin", "phase", "gen")
+
+
+def fields_by_id(catalog: "Catalog") -> Dict[str, set]:
+    """Each message id -> the fields its patterns can bind (for the rule loader's name check)."""
+    out: Dict[str, set] = {}
+    for p in catalog.patterns:
+        out.setdefault(p.id, set(COMMON_FIELDS)).update(re.findall(r"\(\?P<(\w+)>", p.source))
+    return out
+
+
 @lru_cache(maxsize=1)
 def load() -> Catalog:
     return Catalog(_curated() + _generated())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import string
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from rdmadoctor.model import Run
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
@@ -156,6 +156,15 @@ def generation(run: Run, ctx):
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
                             local_gid_family, sizes_before_error, named_device_listed, generation)
+}
+
+
+# The names inside a feature that is a record, for templates ({run.garbage_row.ascii}).
+FIELDS_OF: Dict[str, Tuple[str, ...]] = {
+    "garbage_row": ("line", "size", "iterations", "ascii"),
+    "completion": ("status", "name", "wr_id", "syndrome", "line", "scnt", "ccnt", "rcnt"),
+    "bw_row": ("line", "kind", "size", "iterations", "values", "unit"),
+    "generation": ("low", "high", "clues", "known", "consistent"),
 }
 
 
