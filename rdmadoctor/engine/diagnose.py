@@ -1,6 +1,7 @@
 """The pipelines behind the commands: inputs -> runs / facts -> findings -> one Diagnosis."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -127,14 +128,30 @@ def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str,
     return out
 
 
+def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None) -> Diagnosis:
+    """A failed bench combination explained from its two logs, once: the diagnosis is kept on the combination
+    (the sweep's progress line and the final report share it) and its verdict goes into the saved results."""
+    import io
+    from rdmadoctor.logparse import parse_streams
+    cached = getattr(combo, "_diagnosis", None)
+    if cached is not None:
+        return cached
+    parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
+                            (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
+    diagnosis = explain(parsed, link_rate_gbps, table)
+    combo._diagnosis = diagnosis
+    combo._parsed = parsed
+    if combo.status != "ok" and combo.verdict is None:
+        combo.verdict = diagnosis.verdict.to_dict()
+    return diagnosis
+
+
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
           earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10, table: Optional[Table] = None) -> Diagnosis:
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
     link rate attributed with the hosts' facts, regressions against an earlier sweep."""
-    import io
     from rdmadoctor.views import factview
     from rdmadoctor.views.bench import regressions
-    from rdmadoctor.logparse import parse_streams
     view = factview.build(local_facts or {"sections": {}})
     view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
     # --link-rate, else the slower of the two hosts' port rates when both are known
@@ -145,12 +162,10 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     for combo in result.results:
         if combo.status == "ok" or not (combo.client_log or combo.server_log):
             continue
-        parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
-                                (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
-        for f in explain(parsed, rate, table).findings:
-            f.title = f"[{combo.label}] {f.title}"
-            f.key = f"{combo.label}|{f.key}"
-            findings.append(f)
+        diagnosis = explain_combo(combo, rate, table)
+        parsed = combo._parsed
+        findings += [dataclasses.replace(f, title=f"[{combo.label}] {f.title}", key=f"{combo.label}|{f.key}",
+                                         explained_by=None) for f in diagnosis.findings]
         # the peer's agent started the server, so the peer's facts hold the limit the server ran under
         memlock_short += _memlock_short(combo, parsed, {"client": view, "server": view["peer_facts"]})
     shortfalls = []
