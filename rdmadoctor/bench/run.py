@@ -8,7 +8,6 @@ import io
 import time
 from typing import Callable, List, Optional, Protocol
 
-from rdmadoctor.engine import diagnose
 from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
 from rdmadoctor.runtime.pty import PtyProcess
 from rdmadoctor.bench.remote import BenchAgentError

@@ -7,9 +7,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from rdmadoctor.knowledge import perftest
 from rdmadoctor.views import params
-from rdmadoctor.engine import evaluate, rules as rule_table
+from rdmadoctor.engine import evaluate, ladder, rules as rule_table
+from rdmadoctor.engine.verdict import pick as pick_verdict
 from rdmadoctor.engine.rules import LOG_SCOPES, Table
-from rdmadoctor.model import Diagnosis, ParsedLog, Run
+from rdmadoctor.model import Diagnosis, ParsedLog, Run, Verdict
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
 # perftest-errors.md §6.2: what must match between the sides, and what may differ (shown, not flagged)
@@ -67,7 +68,7 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
     table = table if table is not None else rule_table.load()
     ctx = context(parsed, link_rate_gbps)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx, table.of_scope(*LOG_SCOPES)), table)
-    return Diagnosis(command="explain", verdict=evaluate.verdict(findings, parsed.runs, ctx), findings=findings,
+    return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps)
 
@@ -75,36 +76,21 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None,
           table: Optional[Table] = None) -> Diagnosis:
     """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
-    from rdmadoctor.engine import ladder
     from rdmadoctor.views import factview
-    from rdmadoctor.engine import probe_ladder      # issue 5: the --peer probe's own ladder
     table = table if table is not None else rule_table.load()
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view)
     findings = evaluate.rank(evaluate.find(runs, ctx, table.of_scope(*LOG_SCOPES, "facts")), table)
-    rungs = ladder.build([f for f in findings if not probe_ladder.owns(f)], view, peer)
-    probe_rungs, probe_top = probe_ladder.build(findings, view)      # ([], None) without a probe
+    ladders = ladder.build(findings, view, peer)
     findings = evaluate.rank(findings, table)
-    verdict = evaluate.verdict(findings, runs, ctx)
-    first_failed = next((r for r in rungs if r.state == "failed"), None)
-    if first_failed is not None:
-        top = next(f for f in findings if f.rung == first_failed.name and f.severity == "fail"
-                   and f.explained_by is None and not probe_ladder.owns(f))
-        if top.kind == "cause":
-            verdict = evaluate.Verdict("failure", top.cause, top.rule, top.title, top.confidence,
-                                       top.fix[0] if top.fix else None)
-    else:
-        verdict = probe_ladder.verdict(probe_rungs, probe_top, verdict)     # the probe's first broken rung
-    rungs = rungs + probe_rungs
+    verdict = pick_verdict(findings, runs, ctx, ladders)
     notes = [f"could not read {name}: {reason}" for name, reason in view["reasons"].items()
              if reason and not view["readable"].get(name)]
     for name, section in (facts.get("sections") or {}).items():
         for item in section.get("unreadable") or []:
             notes.append(f"{name}: could not read {item.get('what')}: {item.get('why')}")
-    if verdict.status == "ok" and any(r.state == "not-inspected" for r in rungs):
-        skipped = [r.name for r in rungs if r.state == "not-inspected"]
-        verdict.summary = f"No problem found in what could be read (not inspected: {', '.join(skipped)})"
+    rungs = ladders.all
     return Diagnosis(command="check", verdict=verdict, findings=findings, runs=runs,
                      sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
                      comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view))
@@ -191,11 +177,11 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"
     table = table if table is not None else rule_table.load()
     findings = evaluate.rank(findings + evaluate.find([], ctx, table.of_scope("bench")), table)
-    verdict = evaluate.verdict(findings, [], ctx)
-    if verdict.status == "ok":
-        done = [c for c in result.results if c.status == "ok"]
-        verdict.summary = (f"{len(done)} of {len(result.results)} combinations ran"
-                           + (f"; best {best.label}: {best.bw_avg_gbps:g} Gb/s" if best and best.bw_avg_gbps else ""))
+    done = [c for c in result.results if c.status == "ok"]
+    healthy = Verdict("ok" if done else "unknown", None if done else "unknown", None,
+                      f"{len(done)} of {len(result.results)} combinations ran"
+                      + (f"; best {best.label}: {best.bw_avg_gbps:g} Gb/s" if best and best.bw_avg_gbps else ""))
+    verdict = pick_verdict(findings, [], ctx, healthy=healthy)
     facts = local_facts
     return Diagnosis(command="bench", verdict=verdict, findings=findings, facts=facts, link_rate_gbps=rate,
                      notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []))

@@ -183,35 +183,3 @@ def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> Lis
             if other is not finding and other.rule in explains and other.explained_by is None:
                 other.explained_by = finding.rule
     return sorted(ordered, key=lambda f: (f.explained_by is not None, _rank(f, order, priority)))
-
-
-def verdict(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
-    live = [f for f in findings if f.explained_by is None]
-    causes = [f for f in live if f.kind == "cause"]
-    failing_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "fail"]
-    top = causes[0] if causes else None
-    if top is not None and top.severity == "fail":
-        return Verdict("failure", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
-    if failing_symptoms:
-        s = failing_symptoms[0]
-        candidates: List[str] = []
-        for f in failing_symptoms:
-            candidates += [c for c in f.candidates if c not in candidates]
-        steps: List[str] = []
-        for f in failing_symptoms:
-            steps += [n for n in f.next_steps if n not in steps]
-        return Verdict("unknown", "unknown", s.rule,
-                       f"{s.title}; the cause is not in this input", None, None, candidates, steps)
-    if top is not None and top.severity == "warn":
-        return Verdict("warning", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
-    warn_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "warn"]
-    if warn_symptoms:
-        s = warn_symptoms[0]
-        return Verdict("warning", "unknown", s.rule, s.title, None, None, list(s.candidates), list(s.next_steps))
-    if not runs and not ctx.get("facts_view"):
-        return Verdict("unknown", "unknown", None, "No perftest output was recognised in the input", None, None, [],
-                       ["Paste the complete output of both sides, each with the command line that started it."])
-    done = [r for r in runs if r.results]
-    summary = (f"No problem found: {len(done)} of {len(runs)} run(s) printed results" if runs
-               else "No problem found")
-    return Verdict("ok", None, None, summary)

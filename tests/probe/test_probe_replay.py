@@ -14,7 +14,7 @@ import pytest
 from rdmadoctor.engine.diagnose import check
 from rdmadoctor.engine import rules as rule_table
 from rdmadoctor.logparse import parse_paths
-from rdmadoctor.engine import probe_ladder
+from rdmadoctor.engine import ladder as probe_ladder
 from tests.probe.helpers import DATA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,8 +101,8 @@ def test_without_the_peers_facts_it_points_at_the_rdma_path():
 def test_every_rule_about_the_peer_sits_on_a_probe_rung():
     peer_rules = [r for r in rule_table.load() if r.file == "host-peer.toml"]
     assert len(peer_rules) >= 30
-    assert all(r.probe_rung in probe_ladder.RUNG_NUMBERS for r in peer_rules), \
-        [r.id for r in peer_rules if r.probe_rung not in probe_ladder.RUNG_NUMBERS]
+    assert all(r.probe_rung in probe_ladder.PROBE_RUNG_NUMBERS for r in peer_rules), \
+        [r.id for r in peer_rules if r.probe_rung not in probe_ladder.PROBE_RUNG_NUMBERS]
 
 
 def test_a_broken_rung_no_rule_explains_is_not_ok():
