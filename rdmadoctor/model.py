@@ -36,7 +36,7 @@ class Evidence:
 @dataclass
 class Message:
     """A perftest / libibverbs / librdmacm message recognised in a log (see logparse.catalog)."""
-    id: str                          # catalogue id, e.g. "X06" (perftest-errors.md numbering)
+    id: str                          # catalogue id, e.g. "X06" (docs/perftest-messages.md), "NCCL.IB_WC_ERROR"
     kind: str                        # "error" | "warning" | "notice"
     text: str
     line: int
@@ -88,7 +88,8 @@ class ResultRow:
 
 @dataclass
 class Run:
-    """One side of one perftest invocation as it appears in the input."""
+    """One run of an RDMA tool as it appears in the input: one side of a perftest or ping-pong test, one process
+    (or job) of NCCL, UCX, Open MPI or libfabric, a device listing, a kernel log."""
     source: str
     index: int                       # order within its source
     first_line: int
@@ -108,6 +109,10 @@ class Run:
     messages: List[Message] = field(default_factory=list)
     messages_dropped: int = 0
     label: Optional[str] = None      # a separator's label ("SERVER", "node2") when the paste had one
+    producer: str = "perftest"       # what printed it: perftest, nccl, ucx, ompi, libfabric, verbs, kernel
+    # environment and MCA settings the paste shows for it (NCCL_IB_GID_INDEX=3, UCX_TLS=rc, btl=^openib),
+    # from its command line, `export` lines and the library's own "set by environment" lines
+    settings: Dict[str, HeaderField] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -129,6 +134,9 @@ class SourceText:
 class ParsedLog:
     runs: List[Run]
     sources: List[SourceText]
+    # host facts the paste itself shows (a pasted ibv_devinfo, show_gids, ibdev2netdev, kernel log), in the
+    # facts document's form (collectors/__init__.py), so that rules can read them as they read check's
+    facts: Optional[Dict[str, Any]] = None
 
 
 @dataclass

@@ -51,6 +51,7 @@ class Pattern:
     side: Optional[str] = None
     gen: Optional[str] = None
     origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
+    producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
@@ -237,9 +238,23 @@ def _kind_of(literal: str) -> str:
     return "error" if _ERROR_WORDS.search(literal) else "notice"
 
 
+def catalogue_files() -> List[Path]:
+    """perftest's first (its entries win a tie with another catalogue's), then the others by name."""
+    others = sorted(p for p in MESSAGES.glob("*.toml") if p.name != "perftest.toml")
+    return [MESSAGES / "perftest.toml", *others]
+
+
 def _curated() -> List[Pattern]:
-    with open(MESSAGES / "perftest.toml", "rb") as f:
+    patterns = []
+    for path in catalogue_files():
+        patterns += _entries(path)
+    return patterns
+
+
+def _entries(path: Path) -> List[Pattern]:
+    with open(path, "rb") as f:
         data = tomllib.load(f)
+    producer = path.stem
     patterns = []
     for entry in data["message"]:
         if "regex" in entry and "keyword" not in entry:
@@ -251,7 +266,7 @@ def _curated() -> List[Pattern]:
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
-                gen=entry.get("gen")))
+                gen=entry.get("gen"), origin=entry.get("origin"), producer=producer))
     return patterns
 
 
