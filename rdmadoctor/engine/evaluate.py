@@ -18,13 +18,20 @@ from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Fi
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
-    """Server and client runs matched in order (the i-th server with the i-th client)."""
-    servers = [r for r in runs if r.side == "server"]
-    clients = [r for r in runs if r.side == "client"]
-    return list(zip(servers, clients))
+    """Server and client runs of one producer matched in order (the i-th server with the i-th client)."""
+    out: List[Tuple[Run, Run]] = []
+    for producer in dict.fromkeys(r.producer for r in runs):
+        servers = [r for r in runs if r.side == "server" and r.producer == producer]
+        clients = [r for r in runs if r.side == "client" and r.producer == producer]
+        out += list(zip(servers, clients))
+    return out
 
 
 def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    if rule.producer is not None:
+        runs = [r for r in runs if r.producer == rule.producer]
+        if not runs:
+            return
     matched = pairs(runs)
     partner = {}
     for s, c in matched:

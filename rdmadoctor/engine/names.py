@@ -44,6 +44,7 @@ class _Checker:
         self.causes = set(cause_table.slugs())
         cat = message_catalog.load()
         self.message_fields = message_catalog.fields_by_id(cat)
+        self.producers = {p.stem for p in message_catalog.catalogue_files()}
         self.errors: List[str] = []
 
     def error(self, rule: Rule, text: str) -> None:
@@ -59,6 +60,10 @@ class _Checker:
         for target in rule.explains:
             if target not in self.ids:
                 self.error(rule, f"explains unknown rule {target}")
+        if rule.producer is not None and rule.producer not in self.producers:
+            self.error(rule, f"producer {rule.producer!r} is not one of {sorted(self.producers)}")
+        if rule.producer is not None and rule.scope not in LOG_SCOPES:
+            self.error(rule, "producer applies to the log scopes (run, pair, input)")
         if rule.probe_rung is not None and rule.probe_rung not in RUNG_NAMES.values():
             self.error(rule, f"probe_rung {rule.probe_rung!r} is not a rung of the --peer ladder "
                              f"({', '.join(RUNG_NAMES.values())})")

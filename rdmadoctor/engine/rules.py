@@ -33,7 +33,7 @@ LANGUAGES = ("zh",)
 TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
-                             "probe_rung", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
+                             "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
                              *LANGUAGES}
 SNIPPETS_FILE = "_snippets.toml"
 
@@ -60,6 +60,7 @@ class Rule:
     refs: Tuple[str, ...] = ()
     rung: Optional[str] = None
     probe_rung: Optional[str] = None  # the --peer ladder's rung this rule speaks about: it belongs to that ladder
+    producer: Optional[str] = None    # log scopes: only the runs of this producer (perftest, nccl, ucx, ...)
     key: Optional[str] = None
     fix_command: Optional[Dict[str, Any]] = None
     each: Optional[str] = None

@@ -385,6 +385,9 @@ PARAMETERS: Dict[str, Tuple[Callable[[Run], Optional[Value]], str, str]] = {
 
 
 def read(run: Run, name: str) -> Optional[Value]:
+    """A perftest parameter of a perftest run (None for another producer's run: these are perftest's options)."""
+    if run.producer != "perftest":
+        return None
     return PARAMETERS[name][0](run)
 
 
