@@ -9,6 +9,7 @@
     { feature = "garbage_row", of = "run", op = ">=", value = .. }   (truthy without op)
     { exists = "other" | "server" | "client" }      that side's log is in the input
     { side = "server" }                              the run is the server's
+    { setting = "NCCL_IB_GID_INDEX", op = "==", value = 0 }            an environment/MCA setting the paste shows
     { fact = "limits.memlock.soft", op = "<", value = 131072 }        facts (check)
     { item = "state", op = "!=", value = "ACTIVE" }                   the `each` item (check)
 
@@ -231,6 +232,23 @@ def _lookup(root: Any, path: str) -> Any:
     return value
 
 
+def _setting(cond: Dict[str, Any], scope: Scope) -> bool:
+    """An environment or MCA setting the run's paste shows (NCCL_IB_GID_INDEX, UCX_TLS, OMPI_MCA_btl ...)."""
+    name = cond["setting"]
+    for run in scope.pick(cond.get("of")):
+        shown = run.settings.get(name)
+        actual = _norm(shown.value) if shown is not None else None
+        expected = cond.get("value")
+        expected = [_norm(v) for v in expected] if isinstance(expected, list) else _norm(expected)
+        if _compare(actual, cond.get("op"), expected):
+            if shown is not None:
+                scope.bound.setdefault("setting", {"name": name, "value": shown.value})
+                scope.evidence.append(Evidence(run.source, _line_text(scope, run, shown.line) or f"{name}={shown.value}",
+                                               shown.line, f"{name}={shown.value}"))
+            return True
+    return False
+
+
 def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
     view = scope.ctx.get("facts_view")
     if view is None:
@@ -282,4 +300,4 @@ def holds(cond: Dict[str, Any], scope: Scope) -> bool:
 
 # the leaf conditions, by the key that names them
 _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
-           ("feature", _feature), ("fact", _fact), ("item", _item))
+           ("feature", _feature), ("setting", _setting), ("fact", _fact), ("item", _item))

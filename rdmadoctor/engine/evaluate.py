@@ -115,6 +115,7 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     bindings: Dict[str, Any] = {
         "run": scope.run, "server": scope.server, "client": scope.client, "other": other,
         "message": scope.bound.get("message"), "param": scope.bound.get("param"), "fact": scope.bound.get("fact"),
+        "setting": scope.bound.get("setting"),
         "item": scope.item, "facts": ctx.get("facts_view"), "ctx": ctx.get("public", {}),
     }
     if rule.fix_command:

@@ -15,12 +15,13 @@ from rdmadoctor.engine.template import FIELD, FILTERS, RUN_NAMES
 from rdmadoctor.knowledge import causes as cause_table
 from rdmadoctor.knowledge.perftest import LONG
 from rdmadoctor.logparse import catalog as message_catalog
+from rdmadoctor.logparse.producers import SETTING_PREFIXES
 from rdmadoctor.model import Run
 from rdmadoctor.views import features, params, vocabulary
 from rdmadoctor.views.probeview import RUNG_NAMES
 
 CONDITION_KEYS = {"all", "any", "not", "message", "fields", "of", "differ", "param", "op", "value", "versus",
-                  "option", "feature", "exists", "side", "fact", "item", "kind"}
+                  "option", "feature", "exists", "side", "fact", "item", "kind", "setting"}
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "known", "unknown")
 WHICH = ("run", "other", "server", "client", "any")
 MESSAGE_NAMES = {"id", "kind", "text", "line", "source", "fields"}
@@ -28,9 +29,9 @@ PARAM_NAMES = {"name", "label", "option", "server", "client"}
 RUN_ATTRIBUTES = {f.name for f in dataclass_fields(Run)} | set(RUN_NAMES)
 # the names a template may start with, per scope
 HEADS = {
-    "run": {"run", "other", "server", "client", "message", "param", "fact", "facts", "ctx", "fix_command"},
-    "pair": {"server", "client", "message", "param", "fact", "facts", "ctx", "fix_command"},
-    "input": {"server", "client", "message", "param", "fact", "facts", "ctx", "fix_command"},
+    "run": {"run", "other", "server", "client", "message", "param", "setting", "fact", "facts", "ctx", "fix_command"},
+    "pair": {"server", "client", "message", "param", "setting", "fact", "facts", "ctx", "fix_command"},
+    "input": {"server", "client", "message", "param", "setting", "fact", "facts", "ctx", "fix_command"},
     "facts": {"facts", "fact", "item", "ctx", "message"},
     "bench": {"facts", "fact", "item", "ctx"},
 }
@@ -162,6 +163,9 @@ class _Checker:
                 self.error(rule, f"{where}: parameter {cond[key]!r} is not in views/params.py")
         if "option" in cond and cond["option"] not in LONG:
             self.error(rule, f"{where}: option {cond['option']!r} is not a perftest option")
+        if "setting" in cond and not str(cond["setting"]).startswith(SETTING_PREFIXES):
+            self.error(rule, f"{where}: setting {cond['setting']!r} is not a setting rdmadoctor reads "
+                             f"(names starting {', '.join(SETTING_PREFIXES)})")
         if "feature" in cond and cond["feature"] not in features.FEATURES:
             self.error(rule, f"{where}: feature {cond['feature']!r} is not in views/features.py")
         if "fact" in cond:
@@ -207,7 +211,7 @@ class _Checker:
     def template_path(self, rule: Rule, head: str, rest: List[str], item: Optional[Dict[str, Any]], bench: bool,
                       message_ids: Set[str]) -> Optional[str]:
         if not rest:
-            return None if head in ("fix_command", "fact", "message", "param", "item") else \
+            return None if head in ("fix_command", "fact", "message", "param", "item", "setting") else \
                 f"'{head}' needs a name after it"
         first = rest[0]
         if head in ("run", "other", "server", "client"):
@@ -229,6 +233,8 @@ class _Checker:
                 f"'{first}' is not a field of message(s) {sorted(message_ids)} ({', '.join(sorted(known))})"
         if head == "param":
             return None if first in PARAM_NAMES else f"'{first}' is not one of {sorted(PARAM_NAMES)}"
+        if head == "setting":
+            return None if first in ("name", "value") else f"'{first}' is not one of ['name', 'value']"
         if head == "facts":
             shape, why = vocabulary.resolve(".".join(rest), bench)
             return None if shape is not None else why
