@@ -101,7 +101,10 @@ class _Source:
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))
-        library = producer in _LIBRARIES or (producer == "perftest" and match.pattern.id.startswith(("V", "U")))
+        # perftest's generated patterns are generic sentences ("Couldn't allocate memory"): inside another
+        # producer's output they are that producer's words, not a perftest run
+        library = producer in _LIBRARIES or (producer == "perftest" and (match.pattern.id.startswith(("V", "U"))
+                                                                         or not match.pattern.curated))
         if producer == "perftest" and not (library and self.active != "perftest"):
             return False
         if library and self.active == "perftest" and self.builder.current is not None:
