@@ -52,6 +52,7 @@ class Pattern:
     gen: Optional[str] = None
     origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
     producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
+    result: bool = False             # the line reports a measurement: the run completed (`result = true`)
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
@@ -266,7 +267,8 @@ def _entries(path: Path) -> List[Pattern]:
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
-                gen=entry.get("gen"), origin=entry.get("origin"), producer=producer))
+                gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
+                result=bool(entry.get("result"))))
     return patterns
 
 
@@ -294,6 +296,11 @@ def fields_by_id(catalog: "Catalog") -> Dict[str, set]:
     for p in catalog.patterns:
         out.setdefault(p.id, set(COMMON_FIELDS)).update(re.findall(r"\(\?P<(\w+)>", p.source))
     return out
+
+
+def result_ids(catalog: "Catalog") -> frozenset:
+    """The ids of messages that report a measurement (a completed run's evidence)."""
+    return frozenset(p.id for p in catalog.patterns if p.result)
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ import math
 import string
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from rdmadoctor.logparse import catalog
 from rdmadoctor.model import Run
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.views.params import real_rows
@@ -45,7 +46,10 @@ def errors(run: Run, ctx) -> int:
 
 
 def results(run: Run, ctx) -> int:
-    return len(real_rows(run))
+    """How many measurements the run printed: perftest's real result rows, and the lines another producer
+    prints when it measured something (a catalogue entry with `result = true`)."""
+    measured = catalog.result_ids(catalog.load())
+    return len(real_rows(run)) + sum(1 for m in run.messages if m.id in measured)
 
 
 def completed(run: Run, ctx) -> bool:
