@@ -74,41 +74,31 @@ class _Source:
         items = self.classify(line)
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
-        if not items:
-            command = producers.parse_command(line) if _may_name_a_tool(line) else None
-            if command is not None:
-                self.others.command(number, command)
-                self.active = command[1].producer
-            return
-        perftest_items = []
-        for item in items:
-            if item.kind == "message" and self._route(number, item.data):
-                continue
-            perftest_items.append(item)
-        if any(i.kind not in ("text", "message") for i in perftest_items):
-            self.active = "perftest"
-        elif not any(i.kind == "command" for i in perftest_items) and _may_name_a_tool(line):
+        structural = [i for i in items if i.kind not in ("text", "message")]
+        if structural:
+            self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
+        elif _may_name_a_tool(line):
             command = producers.parse_command(line)
             if command is not None:
                 self.others.command(number, command)
                 self.active = command[1].producer
+        perftest_items = [i for i in items if i.kind != "message" or not self._route(number, i.data)]
         if perftest_items:
             self.builder.feed(number, perftest_items)
 
     def _route(self, number: int, match) -> bool:
-        """Hand a message to another producer's run; False when it stays with perftest's."""
+        """Hand a message to another producer's run; False when it stays with perftest's.
+
+        A producer's own message goes to its run. perftest's catalogue (which also holds the lines of
+        libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
+        is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
         producer = match.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))
-        # perftest's generated patterns are generic sentences ("Couldn't allocate memory"): inside another
-        # producer's output they are that producer's words, not a perftest run
-        library = producer in _LIBRARIES or (producer == "perftest" and (match.pattern.id.startswith(("V", "U"))
-                                                                         or not match.pattern.curated))
-        if producer == "perftest" and not (library and self.active != "perftest"):
+        library = producer in _LIBRARIES or producer == "perftest"
+        if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
             return False
-        if library and self.active == "perftest" and self.builder.current is not None:
-            return False                   # a library's warning inside a perftest run stays there
         message = Message(id=match.pattern.id, kind=match.pattern.kind, text=match.text.strip(), line=number,
                           source=self.name, fields=dict(match.fields))
         message.fields.setdefault("phase", match.pattern.phase)

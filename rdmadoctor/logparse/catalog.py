@@ -185,7 +185,10 @@ class Catalog:
                                          {k: v for k, v in m.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
-        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start))
+        # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie
+        # must not depend on set order), then leftmost
+        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.pattern.producer != "perftest",
+                                    m.start, m.pattern.id))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
