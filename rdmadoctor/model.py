@@ -130,6 +130,7 @@ class SourceText:
     bytes_read: int = 0
     decode_errors: int = 0
     flattened: int = 0               # lines that were split because a paste had joined them
+    runs_dropped: int = 0            # runs beyond the kept maximum (a failing run is always kept)
 
 
 @dataclass

@@ -46,6 +46,7 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         source_runs += source.others.finish(source.settings, source_runs)
         source_runs.sort(key=lambda r: r.first_line)
         reader.text.flattened = classifier.flattened - flattened_before
+        reader.text.runs_dropped = source.builder.dropped_runs + source.others.dropped
         _side_from_name(name, source_runs)
         runs.extend(source_runs)
         sources.append(reader.text)
