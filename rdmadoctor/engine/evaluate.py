@@ -7,6 +7,7 @@ symptoms are left, the verdict says so (`unknown`) and names the candidates and 
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -120,6 +121,8 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     }
     if rule.fix_command:
         bindings["fix_command"] = fix_command(rule.fix_command, bindings, ctx)
+    lang = ctx.get("lang")
+
     def render(text: str) -> str:
         return reflow(template.render(text, bindings, ctx))
     evidence: List[Evidence] = []
@@ -128,15 +131,31 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
             evidence.append(e)
     evidence.sort(key=lambda e: (e.source, e.line or 0))
     key = render(rule.key) if rule.key else _default_key(scope)
-    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
-                   explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
-                   confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
-                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.text("title", lang)),
+                   explanation=render(rule.text("why", lang)).strip(), evidence=evidence,
+                   fix=[render(f) for f in rule.text("fix", lang)], confidence=rule.confidence, kind=rule.kind,
+                   candidates=list(rule.candidates), next_steps=[render(s) for s in rule.text("next_steps", lang)],
+                   refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+
+
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def _join(lines: List[str]) -> str:
+    """Lines of one paragraph joined: with a blank, but none between two Chinese characters."""
+    out = ""
+    for line in (" ".join(piece.split()) for piece in lines):
+        if not line:
+            continue
+        if out and not (_CJK.match(out[-1]) and _CJK.match(line[0])):
+            out += " "
+        out += line
+    return out
 
 
 def reflow(text: str) -> str:
     """A TOML multi-line string reads as wrapped prose: join its lines, keep its paragraphs."""
-    paragraphs = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    paragraphs = [_join(p.split("\n")) for p in text.strip().split("\n\n")]
     return "\n\n".join(p for p in paragraphs if p)
 
 
