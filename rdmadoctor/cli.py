@@ -56,6 +56,20 @@ def _within(low, high):
     return check
 
 
+def _rules_dir_option():
+    return _option([], "--rules-dir", metavar="DIR",
+                   help="A directory of site rules (*.toml) to use beside the package's (repeatable).")
+
+
+def _table(dirs: List[str]):
+    """The rule table with the site directories; a site rule that does not load is an input error (exit 3)."""
+    from rdmadoctor.engine import rules
+    try:
+        return rules.load(dirs)
+    except rules.RuleError as exc:
+        raise _fail_input(f"the rule table does not load:\n{exc}")
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"rdmadoctor {__version__}")
@@ -102,10 +116,11 @@ def explain(
                                             help="The link's rate (e.g. 100G) to judge bandwidth against."),
     redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
     verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
+    rules_dir: List[str] = _rules_dir_option(),
 ) -> None:
     """Name the root cause of a failing (or slow) perftest run from its output."""
     _required(logs, "LOG...", "argument")
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import InputError, parse_paths
     rate = None
     if link_rate is not None:
@@ -115,11 +130,12 @@ def explain(
             raise click.BadParameter(str(exc), param_hint="--link-rate")
     if logs.count("-") > 1:
         raise click.BadParameter("standard input ('-') can be given once", param_hint="LOG")
+    table = _table(rules_dir)
     try:
         parsed = parse_paths(logs)
     except InputError as exc:
         raise _fail_input(str(exc))
-    raise typer.Exit(_emit(diagnose.explain(parsed, rate), json_out, html, verbose, redact))
+    raise typer.Exit(_emit(diagnose.explain(parsed, rate, table), json_out, html, verbose, redact))
 
 
 def _peer_address(value: Optional[str]) -> Optional[str]:
@@ -167,9 +183,10 @@ def check(
     probe_perftest: bool = _option(False, "--probe-perftest",
                                         help="Also try a TCP connect to the peer's perftest port (--port): a "
                                              "waiting perftest server takes it for its client and fails."),
+    rules_dir: List[str] = _rules_dir_option(),
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.collectors import FactsError, collect_facts, load_facts, save_facts
     from rdmadoctor.collectors.base import CollectContext
     from rdmadoctor.logparse import InputError, parse_paths
@@ -177,6 +194,7 @@ def check(
         raise typer.BadParameter("--from reads saved facts; --save writes this host's: use one of them",
                                  param_hint="--from/--save")
     address = _peer_address(peer)
+    table = _table(rules_dir)
     parsed = None
     if log:
         try:
@@ -191,7 +209,7 @@ def check(
     else:
         ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
         if address and probe:                 # issue 5: the probe ladder runs alongside the collection
-            from rdmadoctor.agent.protocol import read_token
+            from rdmadoctor.probe.protocol import read_token
             from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
             try:
                 token, _ = read_token(str(token_file) if token_file else None)
@@ -208,7 +226,7 @@ def check(
                 raise _fail_input(f"cannot write {save}: {exc.strerror or exc}")
             typer.echo(f"facts saved to {save}", err=True)
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
-    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts), json_out, html, verbose, redact))
+    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table), json_out, html, verbose, redact))
 
 
 @app.command()
@@ -250,11 +268,12 @@ def bench(
     threshold: float = _option(10.0, "--threshold", callback=_within(0.0, 100.0), help="Regression threshold in percent (default 10)."),
     json_out: bool = _option(False, "--json", help="Print the diagnosis as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
+    rules_dir: List[str] = _rules_dir_option(),
 ) -> None:
     """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
     _required(peer, "--peer", "option")
-    from rdmadoctor import diagnose
-    from rdmadoctor.agent import protocol as ap
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.probe import protocol as ap
     from rdmadoctor.bench import plan, results
     from rdmadoctor.bench import run as bench_run
     from rdmadoctor.bench.remote import AgentPeer, BenchAgentError
@@ -266,6 +285,7 @@ def bench(
         rate = diagnose.parse_rate(link_rate) if link_rate else None
     except (plan.PlanError, ValueError) as exc:
         raise typer.BadParameter(str(exc))
+    table = _table(rules_dir)
     earlier = None
     if compare is not None:
         try:
@@ -292,6 +312,8 @@ def bench(
         task = progress.add_task("starting", total=len(specs))
 
         def done(combo) -> None:
+            if combo.status != "ok" and (combo.client_log or combo.server_log):
+                diagnose.explain_combo(combo, rate, table)
             shown = f"{combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else combo.status
             progress.update(task, advance=1, description=f"{combo.label}: {shown}")
             err.print(f"  {combo.label}: {combo.status}" + (f", {combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps
@@ -311,7 +333,7 @@ def bench(
                 write(path)
             except OSError as exc:
                 raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
-    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0)
+    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0, table)
     diagnosis.bench = {k: v for k, v in outcome.to_dict().items() if k != "facts"}
     code = _emit(diagnosis, json_out, html, verbose=False)
     raise typer.Exit(130 if outcome.interrupted else code)
@@ -357,6 +379,29 @@ def rules_list(json_out: bool = _option(False, "--json", help="As JSON.")) -> No
         return
     for r in table:
         typer.echo(f"{r.id:<26} {r.severity:<5} {r.kind:<8} {r.cause:<36} {r.title}")
+
+
+@rules_app.command("check")
+def rules_check(directory: Optional[Path] = _argument(None, metavar="DIR",
+                                                      help="A directory of site rules; default: the package's.")) -> None:
+    """Load the rule table (with DIR), check every name its rules use, and run their cases."""
+    from rdmadoctor.engine import cases, rules
+    dirs = [str(directory)] if directory is not None else []
+    try:
+        table = rules.build([rules.rules_dir(), *dirs])
+    except rules.RuleError as exc:
+        typer.echo(f"rdmadoctor: the rule table does not load:\n{exc}", err=True)
+        raise typer.Exit(EXIT_FAILURE)
+    mine = [r for r in table if directory is None or Path(r.directory).resolve() == directory.resolve()]
+    outcomes = cases.run_all(table, mine)
+    gaps = [f"{r.id}: {gap}" for r in mine for gap in cases.coverage(r)]
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed:
+        typer.echo(f"FAIL {o.name}: {o.message}")
+    for gap in gaps:
+        typer.echo(f"WARN {gap}")
+    typer.echo(f"{len(mine)} rules checked, {len(outcomes) - len(failed)} of {len(outcomes)} cases passed")
+    raise typer.Exit(EXIT_FAILURE if failed else EXIT_WARNING if gaps else EXIT_OK)
 
 
 @rules_app.command("show")

@@ -31,12 +31,14 @@ class Evidence:
     text: str                        # the line as printed (or the fact, rendered)
     line: Optional[int] = None       # 1-based line number in `source`, for log lines
     note: Optional[str] = None       # what this evidence shows, when the text alone does not say
+    name: Optional[str] = None       # for a fact: its name in the facts view ("memlock.soft")
+    value: Any = None                # for a fact: its value, as a JSON value (number, string, bool, list, null)
 
 
 @dataclass
 class Message:
     """A perftest / libibverbs / librdmacm message recognised in a log (see logparse.catalog)."""
-    id: str                          # catalogue id, e.g. "X06" (perftest-errors.md numbering)
+    id: str                          # catalogue id, e.g. "X06" (docs/perftest-messages.md), "NCCL.IB_WC_ERROR"
     kind: str                        # "error" | "warning" | "notice"
     text: str
     line: int
@@ -88,7 +90,8 @@ class ResultRow:
 
 @dataclass
 class Run:
-    """One side of one perftest invocation as it appears in the input."""
+    """One run of an RDMA tool as it appears in the input: one side of a perftest or ping-pong test, one process
+    (or job) of NCCL, UCX, Open MPI or libfabric, a device listing, a kernel log."""
     source: str
     index: int                       # order within its source
     first_line: int
@@ -108,6 +111,10 @@ class Run:
     messages: List[Message] = field(default_factory=list)
     messages_dropped: int = 0
     label: Optional[str] = None      # a separator's label ("SERVER", "node2") when the paste had one
+    producer: str = "perftest"       # what printed it: perftest, nccl, ucx, ompi, libfabric, verbs, kernel
+    # environment and MCA settings the paste shows for it (NCCL_IB_GID_INDEX=3, UCX_TLS=rc, btl=^openib),
+    # from its command line, `export` lines and the library's own "set by environment" lines
+    settings: Dict[str, HeaderField] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -123,12 +130,16 @@ class SourceText:
     bytes_read: int = 0
     decode_errors: int = 0
     flattened: int = 0               # lines that were split because a paste had joined them
+    runs_dropped: int = 0            # runs beyond the kept maximum (a failing run is always kept)
 
 
 @dataclass
 class ParsedLog:
     runs: List[Run]
     sources: List[SourceText]
+    # host facts the paste itself shows (a pasted ibv_devinfo, show_gids, ibdev2netdev, kernel log), in the
+    # facts document's form (collectors/__init__.py), so that rules can read them as they read check's
+    facts: Optional[Dict[str, Any]] = None
 
 
 @dataclass
@@ -146,6 +157,7 @@ class Finding:
     next_steps: List[str] = field(default_factory=list)   # what to collect or run to tell them apart
     refs: List[str] = field(default_factory=list)
     rung: Optional[str] = None
+    probe_rung: Optional[str] = None     # the --peer ladder's rung it speaks about (then it belongs to that ladder)
     explained_by: Optional[str] = None   # id of the rule whose cause accounts for this symptom
     key: Optional[str] = None            # what makes two findings of one rule distinct
 

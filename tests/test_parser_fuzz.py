@@ -5,7 +5,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rdmadoctor.diagnose import explain
+from rdmadoctor.engine.diagnose import explain
 from rdmadoctor.logparse import parse_streams
 from rdmadoctor.render import json_out
 

@@ -1,4 +1,4 @@
 """The peer agent (`rdmadoctor serve`) and its protocol; see protocol.py and server.py."""
-from rdmadoctor.agent.protocol import DEFAULT_PORT, PROTOCOL
+from rdmadoctor.probe.protocol import DEFAULT_PORT, PROTOCOL
 
 __all__ = ["DEFAULT_PORT", "PROTOCOL"]

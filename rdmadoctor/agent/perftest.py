@@ -1,6 +1,6 @@
 """The agent's perftest servers for `rdmadoctor bench` (only with `serve --allow-perftest`).
 
-A client names a tool and options; they are validated against bench's allowlist (rdmadoctor.bench.plan), so the
+A client names a tool and options; they are validated against bench's allowlist (rdmadoctor.knowledge.perftest), so the
 server perftest runs is built from the same RunSpec as the client's and nothing else: no shell, no free-form
 argument, a port the agent picks, an output cap, and a hard deadline after which the server is stopped.
 """
@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Dict
 
-from rdmadoctor.bench import plan
-from rdmadoctor.bench.ptyproc import PtyProcess
+from rdmadoctor.knowledge import perftest as knowledge
+from rdmadoctor.runtime.pty import PtyProcess
 
 PORTS = range(18520, 18600)        # perftest side-channel ports the agent hands out
 MAX_SECONDS = 900.0                # no perftest server outlives this
@@ -66,8 +66,8 @@ class PerftestServers:
         if not isinstance(tool, str) or not isinstance(options, dict):
             raise PerftestRefused("bad-request", "perftest needs 'tool' (a string) and 'options' (an object)")
         try:
-            spec = plan.validate(tool, options)
-        except plan.PlanError as exc:
+            spec = knowledge.validate(tool, options)
+        except knowledge.PlanError as exc:
             raise PerftestRefused("not-allowed", str(exc))
         with self.lock:
             self._reap()
@@ -81,8 +81,7 @@ class PerftestServers:
                 process = PtyProcess(argv)
             except OSError as exc:
                 raise PerftestRefused("failed", f"cannot start {tool}: {exc.strerror or exc}")
-            from rdmadoctor.bench.run import expected_seconds
-            deadline = time.monotonic() + min(MAX_SECONDS, expected_seconds(spec) + START_GRACE)
+            deadline = time.monotonic() + min(MAX_SECONDS, knowledge.expected_seconds(spec) + START_GRACE)
             server = _Server(next(self.handles), owner, port, process, deadline)
             self.servers[server.handle] = server
         # answer once the server listens: a client started earlier would find nothing on the port

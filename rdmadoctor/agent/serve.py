@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from rdmadoctor.agent import protocol as p
+from rdmadoctor.probe import protocol as p
 from rdmadoctor.agent.server import Agent, AgentError, Config, LOG, default_bind
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 3, 64

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rdmadoctor.agent.perftest import PerftestRefused, PerftestServers
-from rdmadoctor.agent import protocol as p
+from rdmadoctor.probe import protocol as p
+from rdmadoctor.runtime.net import ipv4_of
 
 LOG = logging.getLogger("rdmadoctor.agent")
 IDLE = 30.0                     # seconds a connection may wait between requests
@@ -111,21 +112,10 @@ def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
                     netdevs.append(nd)
     if not found:
         for nd in netdevs:
-            address = _ipv4_of(nd)
+            address = ipv4_of(nd)
             if address and address not in found:
                 found.append(address)
     return (found[0] if len(found) == 1 else None), found
-
-
-def _ipv4_of(ifname: str) -> Optional[str]:
-    try:
-        import fcntl
-        import struct
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", ifname[:15].encode()))   # SIOCGIFADDR
-        return socket.inet_ntoa(raw[20:24])
-    except (OSError, ImportError):
-        return None
 
 
 # -- shared state -----------------------------------------------------------------------------------------

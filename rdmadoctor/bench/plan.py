@@ -1,107 +1,19 @@
 """A bench sweep: which perftest runs, with which options, in which order. Pure data, no I/O.
 
-Both sides of every run are built from one `RunSpec`, so they cannot disagree: the peer's agent starts
-the server from the same validated options the local client uses. Only an allowlist of perftest
-binaries and options is accepted; values are checked here, before anything runs on either host.
+Both sides of every run are built from one `RunSpec` (knowledge.perftest), so they cannot disagree: the
+peer's agent starts the server from the same validated options the local client uses. Every combination
+is validated against perftest's allowlist before anything runs on either host.
 """
 from __future__ import annotations
 
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional
 
-# The binaries bench may run (raw_ethernet and multicast tests need root and MACs: not offered).
-TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat", "ib_read_lat",
-         "ib_send_lat", "ib_atomic_lat")
+from rdmadoctor.knowledge.perftest import PlanError, RunSpec, validate
 
-# option -> (how to validate its value, the long flag perftest takes). Everything else is refused.
-_INT = r"\d{1,7}"
-ALLOWED: Dict[str, Tuple[Optional[str], str]] = {
-    "qp": (_INT, "--qp"),
-    "size": (_INT, "--size"),
-    "iters": (_INT, "--iters"),
-    "duration": (r"\d{1,4}", "--duration"),
-    "tx-depth": (_INT, "--tx-depth"),
-    "rx-depth": (_INT, "--rx-depth"),
-    "ib-dev": (r"[A-Za-z0-9_.-]{1,64}", "--ib-dev"),
-    "ib-port": (r"\d{1,2}", "--ib-port"),
-    "gid-index": (r"\d{1,3}", "--gid-index"),
-    "connection": (r"RC|UC|UD|XRC|DC|SRD", "--connection"),
-    "mtu": (r"256|512|1024|2048|4096", "--mtu"),
-    "inline_size": (r"\d{1,4}", "--inline_size"),
-    "cq-mod": (r"\d{1,4}", "--cq-mod"),
-    "sl": (r"\d{1,2}", "--sl"),
-    "atomic_type": (r"CMP_AND_SWAP|FETCH_AND_ADD", "--atomic_type"),
-    "bidirectional": (None, "--bidirectional"),
-    "rdma_cm": (None, "--rdma_cm"),
-    "report_gbits": (None, "--report_gbits"),
-    "CPU-freq": (None, "--CPU-freq"),
-    "all": (None, "--all"),
-}
-# What perftest itself forbids, so a sweep does not start a pair that cannot run.
-MAX_QPS = 16384
-MAX_SIZE = 1 << 31
-
-
-class PlanError(ValueError):
-    """A bench request that would not run (unknown tool or option, bad value)."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One perftest pair: the tool and options both sides run (the client adds the server address)."""
-    tool: str
-    options: Tuple[Tuple[str, object], ...]     # sorted (name, value); True for flags
-
-    def argv(self, server: Optional[str] = None, port: Optional[int] = None) -> List[str]:
-        out = [self.tool]
-        for name, value in self.options:
-            flag = ALLOWED[name][1]
-            out.append(flag if value is True else f"{flag}={value}")
-        if port is not None:
-            out.append(f"--port={port}")
-        if server is not None:
-            out.append(server)
-        return out
-
-    def get(self, name: str, default=None):
-        return dict(self.options).get(name, default)
-
-    @property
-    def label(self) -> str:
-        qp, size = self.get("qp", 1), self.get("size")
-        return f"{self.tool} qp={qp}" + (f" size={size}" if size is not None else "")
-
-
-def validate(tool: str, options: Dict[str, object]) -> RunSpec:
-    """Check a tool and its options against the allowlist; raise PlanError naming what is refused."""
-    if tool not in TOOLS:
-        raise PlanError(f"tool {tool!r} is not allowed (allowed: {', '.join(TOOLS)})")
-    clean: Dict[str, object] = {}
-    for name, value in options.items():
-        if name not in ALLOWED:
-            raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
-        pattern = ALLOWED[name][0]
-        if pattern is None:
-            if value not in (True, "true", "1", 1):
-                raise PlanError(f"option {name!r} is a flag and takes no value")
-            clean[name] = True
-            continue
-        text = str(value)
-        if not re.fullmatch(pattern, text):
-            raise PlanError(f"option {name!r}: {text!r} is not a valid value")
-        clean[name] = text
-    if int(clean.get("qp", 1)) < 1 or int(clean.get("qp", 1)) > MAX_QPS:
-        raise PlanError(f"--qp must be between 1 and {MAX_QPS}")
-    if "size" in clean and not 1 <= int(clean["size"]) <= MAX_SIZE:
-        raise PlanError(f"--size must be between 1 and {MAX_SIZE}")
-    if tool.endswith("_lat") and int(clean.get("qp", 1)) > 1:
-        raise PlanError("latency tests run one QP (perftest: 'Multiple QPs only available on bw tests')")
-    if "duration" in clean and "iters" in clean:
-        raise PlanError("--duration and --iters exclude each other")
-    return RunSpec(tool, tuple(sorted(clean.items())))
-
+__all__ = ["PlanError", "RunSpec", "Sweep", "estimate_seconds", "parse_counts", "parse_sizes", "validate"]
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KkMmGg]?)(?:i?[Bb])?\s*$")
 

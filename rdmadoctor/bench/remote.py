@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from rdmadoctor.agent import client as agent_client
-from rdmadoctor.agent.client import AgentFailure
-from rdmadoctor.bench.plan import RunSpec
+from rdmadoctor.probe import agent_client
+from rdmadoctor.probe.agent_client import AgentFailure
+from rdmadoctor.knowledge.perftest import RunSpec
 
 CONNECT_TIMEOUT = 5.0
 CALL_TIMEOUT = 15.0

@@ -1,6 +1,6 @@
 """Runs a sweep: for each combination the peer's agent starts the perftest server from the same RunSpec,
-this host runs the client, both outputs are parsed with explain's parser, and a failed combination is
-explained on the spot. Every wait is bounded; Ctrl-C stops both sides."""
+this host runs the client, and both outputs are recorded with the client's numbers. The engine explains a
+failed combination once (engine.diagnose.explain_combo). Every wait is bounded; Ctrl-C stops both sides."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,11 +8,10 @@ import io
 import time
 from typing import Callable, List, Optional, Protocol
 
-from rdmadoctor import diagnose
-from rdmadoctor.bench.plan import RunSpec
-from rdmadoctor.bench.ptyproc import PtyProcess
+from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
+from rdmadoctor.runtime.pty import PtyProcess
 from rdmadoctor.bench.remote import BenchAgentError
-from rdmadoctor.bench.results import BenchResult, ComboResult, metrics
+from rdmadoctor.views.bench import BenchResult, ComboResult, metrics
 from rdmadoctor.logparse import parse_streams
 
 CLIENT_GRACE = 30.0          # seconds beyond the expected run time before the client is stopped
@@ -27,15 +26,6 @@ class PerftestPeer(Protocol):
     def stop_server(self, handle: int) -> None: ...
 
 
-def expected_seconds(spec: RunSpec) -> float:
-    duration = spec.get("duration")
-    if duration is not None:
-        return float(duration) + 5.0
-    iters = float(spec.get("iters", 5000 if spec.tool == "ib_write_bw" else 1000))
-    size = float(spec.get("size", 65536))
-    return 5.0 + iters * size * 8 / 1e9        # at 1 Gb/s: a slow fabric still finishes inside the bound
-
-
 def run_client(argv: List[str], timeout: float) -> dict:
     """The local perftest client on a pty (its output as a terminal shows it), stopped at `timeout`."""
     process = PtyProcess(argv)
@@ -47,22 +37,24 @@ def run_client(argv: List[str], timeout: float) -> dict:
     return process.result()
 
 
-def _judge(spec: RunSpec, argv: List[str], server_argv: List[str], client: dict, server: dict, seconds: float,
-           link_rate: Optional[float]) -> ComboResult:
+def _record(spec: RunSpec, argv: List[str], server_argv: List[str], client: dict, server: dict,
+            seconds: float) -> ComboResult:
+    """One combination as it ran: both logs (as a user would paste them) and the client's numbers. It is ok when
+    the client exited 0 in time with numbers and neither side printed an error; why a failed one failed is
+    the engine's to say (engine.diagnose.explain_combo)."""
     prompt = lambda who, text, command: f"{who}$ {command}\n{text}"  # noqa: E731 - a paste as a user would make it
     client_text = prompt("client", client.get("output", ""), " ".join(argv))
     server_text = prompt("server", server.get("output", ""), " ".join(server_argv))
     parsed = parse_streams([("server.log", io.BytesIO(server_text.encode())),
                             ("client.log", io.BytesIO(client_text.encode()))])
-    diagnosis = diagnose.explain(parsed, link_rate)
     client_run = next((r for r in parsed.runs if r.side == "client"), None)
     numbers = metrics(client_run)
-    ok = (client.get("rc") == 0 and not client.get("timed_out") and diagnosis.verdict.status in ("ok", "warning")
+    errors = any(m.kind == "error" for run in parsed.runs for m in run.messages)
+    ok = (client.get("rc") == 0 and not client.get("timed_out") and not errors
           and any(v is not None for v in numbers.values()))
     return ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)), size=int(spec.get("size")) if spec.get("size") else None,
                        status="ok" if ok else "failed", seconds=round(seconds, 3), argv=argv,
-                       verdict=None if ok else diagnosis.verdict.to_dict(), client_log=client_text,
-                       server_log=server_text, **numbers)
+                       client_log=client_text, server_log=server_text, **numbers)
 
 
 def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: Optional[float] = None,
@@ -100,7 +92,7 @@ def run_sweep(specs: List[RunSpec], peer: str, remote: PerftestPeer, link_rate: 
             if handle is not None:
                 remote.stop_server(handle)
             break
-        combo = _judge(spec, argv, server_argv, local, remote_out, time.monotonic() - started, link_rate)
+        combo = _record(spec, argv, server_argv, local, remote_out, time.monotonic() - started)
         result.results.append(combo)
         if on_result is not None:
             on_result(combo)

@@ -17,25 +17,16 @@ import errno as _errno
 import json
 import os
 import shutil
-import signal
-import subprocess
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from rdmadoctor.runtime import proc
+from rdmadoctor.runtime.proc import CommandResult
+
 
 class Unavailable(Exception):
     """The whole section could not be read; the message says why (not root, tool missing, ...)."""
-
-
-@dataclass
-class CommandResult:
-    argv: List[str]
-    rc: int
-    stdout: str
-    stderr: str
-    seconds: float = 0.0
 
 
 def _euid() -> int:
@@ -193,50 +184,17 @@ class CollectContext:
         return shutil.which(name, path=path)
 
     def run(self, argv: Sequence[str], timeout: float = 5.0, stdin: Optional[str] = None) -> CommandResult:
-        """Run a read-only command with a deadline. Raises Unavailable when it is missing or hangs.
-
-        The command gets its own process group; on timeout the whole group is killed, so a child that
-        keeps the pipes open cannot make us wait."""
+        """Run a read-only command with a deadline (runtime.proc: its own process group, killed whole on
+        timeout). Raises Unavailable when it is missing or hangs."""
         if not self.live:
             raise Unavailable(f"not run: reading a saved tree, not this host ({argv[0]})")
         exe = self.which(argv[0])
         if exe is None:
             raise Unavailable(f"{argv[0]} is not installed")
-        env = {**os.environ, "LC_ALL": "C", "LANG": "C", **(self.env or {})}
-        started = time.monotonic()
         try:
-            proc = subprocess.Popen([exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    env=env, start_new_session=True, close_fds=True)
-        except OSError as exc:
-            raise Unavailable(f"{argv[0]}: {exc.strerror or exc}")
-        try:
-            out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                pass
-            raise Unavailable(f"{' '.join(argv)} did not finish within {timeout:g} s")
-        return CommandResult(list(argv), proc.returncode, out.decode("utf-8", "replace"),
-                             err.decode("utf-8", "replace"), round(time.monotonic() - started, 3))
-
-
-def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, AttributeError):
-        try:
-            proc.kill()
-        except OSError:
-            pass
-    for stream in (proc.stdout, proc.stderr, proc.stdin):
-        try:
-            if stream:
-                stream.close()
-        except OSError:
-            pass
+            return proc.run([exe, *argv[1:]], timeout, env=self.env, stdin=stdin)
+        except (proc.NotRun, proc.Hung) as exc:
+            raise Unavailable(str(exc).replace(exe, argv[0], 1)) from None
 
 
 def _mode_allows(mode: int, uid: Optional[int], gid: Optional[int], bit: int, as_uid: int) -> Optional[bool]:

@@ -15,11 +15,11 @@ import ipaddress
 import json
 import os
 import re
-import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
+from rdmadoctor.runtime import proc
 
 NAME = "devices"
 TIMEOUT = 25.0
@@ -274,13 +274,9 @@ def read_sysfs(ctx: CollectContext) -> List[Dict[str, Any]]:
 # -- pyverbs (child process) -----------------------------------------------------------------------------
 
 def run_verbs_probe(ctx: CollectContext, timeout: float = 15.0) -> Dict[str, Any]:
-    """The child's JSON, or {'available': False, 'error': why}. Tries sys.executable, then /usr/bin/python3."""
-    pythons = []
-    for exe in (sys.executable, "/usr/bin/python3"):
-        if exe and os.path.exists(exe) and os.path.realpath(exe) not in [os.path.realpath(p) for p in pythons]:
-            pythons.append(exe)
+    """The child's JSON, or {'available': False, 'error': why}. Tries each of runtime.proc.pythons()."""
     last: Dict[str, Any] = {"available": False, "error": "no Python interpreter to run pyverbs"}
-    for exe in pythons:
+    for exe in proc.pythons():
         try:
             res = ctx.run([exe, "-I", VERBS_PROBE], timeout=timeout)
         except Unavailable as exc:

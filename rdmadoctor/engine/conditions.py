@@ -9,6 +9,7 @@
     { feature = "garbage_row", of = "run", op = ">=", value = .. }   (truthy without op)
     { exists = "other" | "server" | "client" }      that side's log is in the input
     { side = "server" }                              the run is the server's
+    { setting = "NCCL_IB_GID_INDEX", op = "==", value = 0 }            an environment/MCA setting the paste shows
     { fact = "limits.memlock.soft", op = "<", value = 131072 }        facts (check)
     { item = "state", op = "!=", value = "ACTIVE" }                   the `each` item (check)
 
@@ -17,12 +18,13 @@ rule's templates: `message`, `param`, `fact`.
 """
 from __future__ import annotations
 
+import json
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from rdmadoctor import params
-from rdmadoctor.engine import features
+from rdmadoctor.views import params
+from rdmadoctor.views import features
 from rdmadoctor.model import Evidence, Message, Run
 
 MAX_EVIDENCE_PER_CONDITION = 6
@@ -231,6 +233,39 @@ def _lookup(root: Any, path: str) -> Any:
     return value
 
 
+def _setting(cond: Dict[str, Any], scope: Scope) -> bool:
+    """An environment or MCA setting the run's paste shows (NCCL_IB_GID_INDEX, UCX_TLS, OMPI_MCA_btl ...)."""
+    name = cond["setting"]
+    for run in scope.pick(cond.get("of")):
+        shown = run.settings.get(name)
+        actual = _norm(shown.value) if shown is not None else None
+        expected = cond.get("value")
+        expected = [_norm(v) for v in expected] if isinstance(expected, list) else _norm(expected)
+        if _compare(actual, cond.get("op"), expected):
+            if shown is not None:
+                scope.bound.setdefault("setting", {"name": name, "value": shown.value})
+                scope.evidence.append(Evidence(run.source, _line_text(scope, run, shown.line) or f"{name}={shown.value}",
+                                               shown.line, f"{name}={shown.value}"))
+            return True
+    return False
+
+
+def shown(value: Any) -> str:
+    """A fact's value as a person reads it: JSON for everything but plain text (no Python reprs)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def fact_evidence(name: str, value: Any, label: str = "") -> Evidence:
+    """Evidence for a fact, with its name and typed value (JSON) beside the sentence."""
+    typed = value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else str(value)
+    return Evidence("facts", f"{label} {name} = {shown(value)}".strip(), None, name=name, value=typed)
+
+
 def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
     view = scope.ctx.get("facts_view")
     if view is None:
@@ -239,7 +274,7 @@ def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
     ok = _compare(value, cond.get("op"), cond.get("value"))
     if ok:
         scope.bound.setdefault("fact", value)
-        scope.evidence.append(Evidence("facts", f"{cond['fact']} = {value!r}", None))
+        scope.evidence.append(fact_evidence(cond["fact"], value))
     return ok
 
 
@@ -250,7 +285,7 @@ def _item(cond: Dict[str, Any], scope: Scope) -> bool:
     ok = _compare(value, cond.get("op"), cond.get("value"))
     if ok:
         label = scope.item.get("label") or scope.item.get("name") or ""
-        scope.evidence.append(Evidence("facts", f"{label} {cond['item']} = {value!r}".strip(), None))
+        scope.evidence.append(fact_evidence(cond["item"], value, label))
     return ok
 
 
@@ -282,4 +317,4 @@ def holds(cond: Dict[str, Any], scope: Scope) -> bool:
 
 # the leaf conditions, by the key that names them
 _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
-           ("feature", _feature), ("fact", _fact), ("item", _item))
+           ("feature", _feature), ("setting", _setting), ("fact", _fact), ("item", _item))

@@ -13,18 +13,25 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from rdmadoctor.engine import conditions, rules as rule_table, template
 from rdmadoctor.engine.conditions import Scope
 from rdmadoctor.engine.rules import Rule
-from rdmadoctor.logparse.options import LONG, SHORT
+from rdmadoctor.knowledge.perftest import LONG, SHORT
 from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict  # noqa: F401
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
-    """Server and client runs matched in order (the i-th server with the i-th client)."""
-    servers = [r for r in runs if r.side == "server"]
-    clients = [r for r in runs if r.side == "client"]
-    return list(zip(servers, clients))
+    """Server and client runs of one producer matched in order (the i-th server with the i-th client)."""
+    out: List[Tuple[Run, Run]] = []
+    for producer in dict.fromkeys(r.producer for r in runs):
+        servers = [r for r in runs if r.side == "server" and r.producer == producer]
+        clients = [r for r in runs if r.side == "client" and r.producer == producer]
+        out += list(zip(servers, clients))
+    return out
 
 
 def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    if rule.producer is not None:
+        runs = [r for r in runs if r.producer == rule.producer]
+        if not runs:
+            return
     matched = pairs(runs)
     partner = {}
     for s, c in matched:
@@ -40,8 +47,9 @@ def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable
     elif rule.scope == "input":
         s, c = matched[0] if matched else (None, None)
         yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope == "facts":
-        if ctx.get("facts_view") is None:
+    elif rule.scope in ("facts", "bench"):
+        view = ctx.get("facts_view")
+        if view is None or (rule.scope == "bench") != ("bench" in view):
             return
         if rule.each:
             for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
@@ -107,6 +115,7 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     bindings: Dict[str, Any] = {
         "run": scope.run, "server": scope.server, "client": scope.client, "other": other,
         "message": scope.bound.get("message"), "param": scope.bound.get("param"), "fact": scope.bound.get("fact"),
+        "setting": scope.bound.get("setting"),
         "item": scope.item, "facts": ctx.get("facts_view"), "ctx": ctx.get("public", {}),
     }
     if rule.fix_command:
@@ -122,7 +131,7 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
                    explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
                    confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
-                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, key=key)
+                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
 
 
 def reflow(text: str) -> str:
@@ -182,35 +191,3 @@ def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> Lis
             if other is not finding and other.rule in explains and other.explained_by is None:
                 other.explained_by = finding.rule
     return sorted(ordered, key=lambda f: (f.explained_by is not None, _rank(f, order, priority)))
-
-
-def verdict(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
-    live = [f for f in findings if f.explained_by is None]
-    causes = [f for f in live if f.kind == "cause"]
-    failing_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "fail"]
-    top = causes[0] if causes else None
-    if top is not None and top.severity == "fail":
-        return Verdict("failure", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
-    if failing_symptoms:
-        s = failing_symptoms[0]
-        candidates: List[str] = []
-        for f in failing_symptoms:
-            candidates += [c for c in f.candidates if c not in candidates]
-        steps: List[str] = []
-        for f in failing_symptoms:
-            steps += [n for n in f.next_steps if n not in steps]
-        return Verdict("unknown", "unknown", s.rule,
-                       f"{s.title}; the cause is not in this input", None, None, candidates, steps)
-    if top is not None and top.severity == "warn":
-        return Verdict("warning", top.cause, top.rule, top.title, top.confidence, top.fix[0] if top.fix else None)
-    warn_symptoms = [f for f in live if f.kind == "symptom" and f.severity == "warn"]
-    if warn_symptoms:
-        s = warn_symptoms[0]
-        return Verdict("warning", "unknown", s.rule, s.title, None, None, list(s.candidates), list(s.next_steps))
-    if not runs and not ctx.get("facts_view"):
-        return Verdict("unknown", "unknown", None, "No perftest output was recognised in the input", None, None, [],
-                       ["Paste the complete output of both sides, each with the command line that started it."])
-    done = [r for r in runs if r.results]
-    summary = (f"No problem found: {len(done)} of {len(runs)} run(s) printed results" if runs
-               else "No problem found")
-    return Verdict("ok", None, None, summary)

@@ -1,11 +1,19 @@
-"""The rule table: rules/*.toml, loaded and checked. A rule is data; nothing in it is executed."""
+"""The rule table: rules/*.toml (and any --rules-dir), loaded and checked. A rule is data; nothing in it is
+executed.
+
+One rule is one unit, read in one place: what it matches (`when`), what it means (`why`), the fix, the
+references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope, the
+findings it explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
+Every name a rule uses is checked when the table loads (engine/names.py): an unknown message, feature,
+parameter, option, fact, cause slug, rung or template name is refused with the rule id and its file.
+"""
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -14,19 +22,24 @@ else:  # pragma: no cover
 
 from rdmadoctor.model import RUNGS, SEVERITIES
 
-SCOPES = ("run", "pair", "input", "facts")
+# run, pair, input: the runs of a log (each run, each server/client pair, the whole input); facts: check's
+# facts view; bench: a sweep's view
+SCOPES = ("run", "pair", "input", "facts", "bench")
+LOG_SCOPES = ("run", "pair", "input")
+VIEW_SCOPES = ("facts", "bench")
 KINDS = ("cause", "symptom")
 CONFIDENCES = ("high", "medium", "low")
+LANGUAGES = ("zh",)
+TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
-                             "key", "fix_command", "each", "doc", "priority", "fallback"}
-# condition keys the interpreter understands (engine/conditions.py)
-CONDITION_KEYS = {"all", "any", "not", "message", "fields", "of", "differ", "param", "op", "value", "versus",
-                  "option", "feature", "exists", "side", "fact", "item", "kind"}
+                             "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
+                             *LANGUAGES}
+SNIPPETS_FILE = "_snippets.toml"
 
 
 class RuleError(Exception):
-    """The rule table is malformed; the message names the file and the rule."""
+    """The rule table is malformed or names something unknown; the message names the file and the rule."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +59,48 @@ class Rule:
     next_steps: Tuple[str, ...] = ()
     refs: Tuple[str, ...] = ()
     rung: Optional[str] = None
+    probe_rung: Optional[str] = None  # the --peer ladder's rung this rule speaks about: it belongs to that ladder
+    producer: Optional[str] = None    # log scopes: only the runs of this producer (perftest, nccl, ucx, ...)
     key: Optional[str] = None
     fix_command: Optional[Dict[str, Any]] = None
     each: Optional[str] = None
     doc: str = ""
     priority: int = 0                 # breaks ties between equally ranked causes: higher first
     fallback: bool = False            # tried last, on the messages no other finding cites
+    case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
+    zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
     file: str = field(default="", compare=False)
+    directory: str = field(default="", compare=False)
+
+    def text(self, name: str, lang: Optional[str] = None) -> Any:
+        """A translated field (title, why, fix, next_steps) in `lang`, falling back to English."""
+        translated = getattr(self, lang, None) if lang in LANGUAGES else None
+        if translated and translated.get(name):
+            value = translated[name]
+            return tuple(value) if isinstance(value, list) else value
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rules of one load, in order, with the log snippets their cases insert."""
+    rules: Tuple[Rule, ...]
+    snippets: Dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __getitem__(self, index):
+        return self.rules[index]
+
+    def of_scope(self, *scopes: str) -> Tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.scope in scopes)
+
+    def by_id(self) -> Dict[str, Rule]:
+        return {r.id: r for r in self.rules}
 
 
 def rules_dir() -> Path:
@@ -63,74 +111,113 @@ def rules_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent / "rules"
 
 
-def _check_condition(cond: Any, where: str) -> None:
-    if not isinstance(cond, dict) or not cond:
-        raise RuleError(f"{where}: a condition must be a non-empty table")
-    unknown = set(cond) - CONDITION_KEYS
-    if unknown:
-        raise RuleError(f"{where}: unknown condition key(s) {sorted(unknown)}")
-    for key in ("all", "any"):
-        if key in cond:
-            if not isinstance(cond[key], list) or not cond[key]:
-                raise RuleError(f"{where}: '{key}' needs a non-empty list")
-            for i, sub in enumerate(cond[key]):
-                _check_condition(sub, f"{where}.{key}[{i}]")
-    if "not" in cond:
-        _check_condition(cond["not"], f"{where}.not")
-
-
-def _rule_from(entry: Dict[str, Any], file: str) -> Rule:
-    where = f"{file}: rule {entry.get('id', '?')}"
+def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
+    errors = []
     missing = [k for k in _REQUIRED if k not in entry]
     if missing:
-        raise RuleError(f"{where}: missing {missing}")
+        errors.append(f"missing {missing}")
     unknown = set(entry) - _ALLOWED
     if unknown:
-        raise RuleError(f"{where}: unknown key(s) {sorted(unknown)}")
-    if entry["severity"] not in SEVERITIES:
-        raise RuleError(f"{where}: severity must be one of {SEVERITIES}")
-    if entry["scope"] not in SCOPES:
-        raise RuleError(f"{where}: scope must be one of {SCOPES}")
-    kind = entry.get("kind", "cause")
-    if kind not in KINDS:
-        raise RuleError(f"{where}: kind must be one of {KINDS}")
-    if entry.get("confidence", "medium") not in CONFIDENCES:
-        raise RuleError(f"{where}: confidence must be one of {CONFIDENCES}")
+        errors.append(f"unknown key(s) {sorted(unknown)}")
+    checks = (("severity", SEVERITIES, None), ("scope", SCOPES, None), ("kind", KINDS, "cause"),
+              ("confidence", CONFIDENCES, "medium"))
+    for key, allowed, default in checks:
+        value = entry.get(key, default)
+        if value is not None and value not in allowed:
+            errors.append(f"{key} must be one of {allowed}, not {value!r}")
     if entry.get("rung") is not None and entry["rung"] not in RUNGS:
-        raise RuleError(f"{where}: rung must be one of {RUNGS}")
+        errors.append(f"rung must be one of {RUNGS}, not {entry['rung']!r}")
+    kind = entry.get("kind", "cause")
     if kind == "symptom" and not (entry.get("candidates") and entry.get("next_steps")):
-        raise RuleError(f"{where}: a symptom rule must list its candidate causes and what to collect next")
+        errors.append("a symptom rule must list its candidate causes and what to collect next")
+    if kind == "symptom" and entry.get("cause") != "unknown":
+        errors.append("a symptom names no cause (cause = \"unknown\"): it lists candidates")
     if kind == "cause" and not entry.get("fix"):
-        raise RuleError(f"{where}: a cause rule must give a fix")
-    _check_condition(entry["when"], where + ".when")
-    tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs")
+        errors.append("a cause rule must give a fix")
+    for lang in LANGUAGES:
+        translated = entry.get(lang)
+        if translated is None:
+            continue
+        if not isinstance(translated, dict) or set(translated) - set(TRANSLATED):
+            errors.append(f"[{lang}] holds only {TRANSLATED}")
+            continue
+        for name in ("fix", "next_steps"):
+            if name in translated and len(translated[name]) != len(entry.get(name, [])):
+                errors.append(f"[{lang}].{name} has {len(translated[name])} items, the rule {len(entry.get(name, []))}")
+    for i, case in enumerate(entry.get("case", [])):
+        if not isinstance(case, dict) or not (case.get("fires") or case.get("quiet")):
+            errors.append(f"case {i + 1}: needs 'fires' or 'quiet'")
+    return [f"{where}: {e}" for e in errors]
+
+
+def _rule_from(entry: Dict[str, Any], file: str, directory: str) -> Rule:
+    tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs", "case")
     values = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
-    return Rule(file=file, **values)
+    return Rule(file=file, directory=directory, **values)
 
 
-@lru_cache(maxsize=4)
-def load(directory: Optional[str] = None) -> Tuple[Rule, ...]:
-    base = Path(directory) if directory else rules_dir()
-    files = sorted(base.glob("*.toml"))
-    if not files:
-        raise RuleError(f"no rule files in {base}")
+def _read(path: Path) -> Dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise RuleError(f"{path}: {exc.strerror or exc}") from None
+
+
+def read_dir(directory: Path, label: Optional[str] = None) -> Tuple[List[Rule], Dict[str, str], List[str]]:
+    """(rules, snippets, shape errors) of one directory's *.toml files."""
+    if not directory.is_dir():
+        raise RuleError(f"{directory}: not a directory of rule files")
     rules: List[Rule] = []
-    seen: Dict[str, str] = {}
-    for path in files:
-        try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except tomllib.TOMLDecodeError as exc:
-            raise RuleError(f"{path.name}: {exc}") from None
+    errors: List[str] = []
+    snippets: Dict[str, str] = {}
+    for path in sorted(directory.glob("*.toml")):
+        data = _read(path)
+        snippets.update({k: str(v) for k, v in (data.get("snippets") or {}).items()})
+        if path.name.startswith("_"):
+            continue
+        name = path.name if label is None else str(path)
         for entry in data.get("rule", []):
-            rule = _rule_from(entry, path.name)
+            where = f"{name}: rule {entry.get('id', '?')}"
+            problems = _shape_errors(entry, where)
+            errors += problems
+            if not problems:
+                rules.append(_rule_from(entry, name, str(directory)))
+    return rules, snippets, errors
+
+
+def build(directories: Sequence[Path], check_names: bool = True) -> Table:
+    rules: List[Rule] = []
+    snippets: Dict[str, str] = {}
+    errors: List[str] = []
+    seen: Dict[str, str] = {}
+    for i, directory in enumerate(directories):
+        found, snips, problems = read_dir(Path(directory), label=None if i == 0 else str(directory))
+        errors += problems
+        snippets.update(snips)
+        for rule in found:
             if rule.id in seen:
-                raise RuleError(f"{path.name}: rule id {rule.id} already defined in {seen[rule.id]}")
-            seen[rule.id] = path.name
+                errors.append(f"{rule.file}: rule {rule.id} already defined in {seen[rule.id]}")
+                continue
+            seen[rule.id] = rule.file
             rules.append(rule)
-    known = set(seen)
-    for rule in rules:
-        for target in rule.explains:
-            if target not in known:
-                raise RuleError(f"{rule.file}: rule {rule.id} explains unknown rule {target}")
-    return tuple(rules)
+    if not rules and not errors:
+        errors.append(f"no rules in {', '.join(str(d) for d in directories)}")
+    if check_names and not errors:
+        from rdmadoctor.engine import names
+        errors += names.check(rules)
+    if errors:
+        raise RuleError("\n".join(errors))
+    return Table(tuple(rules), snippets)
+
+
+@lru_cache(maxsize=8)
+def _load(directories: Tuple[str, ...]) -> Table:
+    return build([rules_dir(), *map(Path, directories)])
+
+
+def load(extra: Iterable[str] = ()) -> Table:
+    """The package's rule table plus the rules of each --rules-dir, checked."""
+    return _load(tuple(str(Path(d).resolve()) for d in extra))

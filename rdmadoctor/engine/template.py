@@ -10,12 +10,15 @@ import math
 import re
 from typing import Any, Dict
 
-from rdmadoctor import params
-from rdmadoctor.engine import features
+from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
+from rdmadoctor.views import params
+from rdmadoctor.views import features
 from rdmadoctor.model import Run
 
-_FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
+FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
+FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option")
+RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
 class Missing(Exception):
@@ -81,7 +84,7 @@ def _apply(value: Any, name: str, arg: str) -> Any:
     if name == "default":
         return value
     if name == "option":          # a negotiated field name (X09) -> the option that sets it
-        return params.NEGOTIATED_FIELDS.get(str(value), str(value))
+        return NEGOTIATED_FIELDS.get(str(value), str(value))
     raise ValueError(f"unknown template filter {name}")
 
 
@@ -101,4 +104,4 @@ def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:
             return str(value)
         except Missing:
             return default if default is not None else MISSING
-    return _FIELD.sub(one, template)
+    return FIELD.sub(one, template)

@@ -1,16 +1,24 @@
-"""perftest logs in, Runs out. Knows what perftest prints, nothing about causes."""
+"""Logs in, Runs out: perftest's (lines.py, runs.py) and every other producer's (producers.py), from one pass
+over each input. Knows what the tools print, nothing about causes.
+
+Each line is classified once (lines.py: perftest's structure, and every catalogue's messages); a message goes
+to the run of the producer whose catalogue it is in; a library's or the kernel's message joins the run that is
+open; the settings a paste shows apply to the runs of its input.
+"""
 from __future__ import annotations
 
 import io
 import re
 import sys
 from pathlib import Path
-from typing import BinaryIO, Iterable, List, Tuple
+from typing import BinaryIO, Dict, Iterable, List, Tuple
 
+from rdmadoctor.logparse import catalog, producers
 from rdmadoctor.logparse.lines import LineClassifier
+from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import SourceReader
 from rdmadoctor.logparse.runs import RunBuilder
-from rdmadoctor.model import ParsedLog, Run
+from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
 
 _NAME_SIDE = (("server", re.compile(r"(?<![a-z])(server|srv)(?![a-z])", re.I)),
               ("client", re.compile(r"(?<![a-z])(client|cli)(?![a-z])", re.I)))
@@ -26,25 +34,87 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
     sources = []
     for name, stream in inputs:
         reader = SourceReader(name, stream)
-        builder = RunBuilder(name)
+        source = _Source(name, classifier)
         flattened_before = classifier.flattened
-        classify, feed = classifier.classify, builder.feed
         for first, lines in reader.blocks():
             number = first
             for line in lines:
                 if line:
-                    items = classify(line)
-                    if items:
-                        feed(number, items)
+                    source.line(number, line)
                 number += 1
-        source_runs = _fold_version_queries(builder.finish())
+        source_runs = _fold_version_queries(source.builder.finish())
+        source_runs += source.others.finish(source.settings, source_runs)
+        source_runs.sort(key=lambda r: r.first_line)
         reader.text.flattened = classifier.flattened - flattened_before
+        reader.text.runs_dropped = source.builder.dropped_runs + source.others.dropped
         _side_from_name(name, source_runs)
         runs.extend(source_runs)
         sources.append(reader.text)
     runs = _attach_commands(runs)
     _complete_sides(runs)
     return ParsedLog(runs=runs, sources=sources)
+
+
+# Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the
+# "verbs" catalogue, the kernel) are libraries: their lines join whatever run is open.
+_LIBRARIES = ("verbs", "kernel")
+
+
+class _Source:
+    """One input being read: perftest's run builder, the other producers' runs, and the settings seen."""
+
+    def __init__(self, name: str, classifier: LineClassifier):
+        self.classify = classifier.classify
+        self.builder = RunBuilder(name)
+        self.others = ProducerRuns(name)
+        self.settings: Dict[str, HeaderField] = {}
+        self.active = "perftest"          # whose run a library's message joins
+        self.name = name
+
+    def line(self, number: int, line: str) -> None:
+        items = self.classify(line)
+        for setting, value, _ in producers.settings_in(line):
+            self.settings[setting] = HeaderField(value, number)
+        structural = [i for i in items if i.kind not in ("text", "message")]
+        if structural:
+            self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
+        elif _may_name_a_tool(line):
+            command = producers.parse_command(line)
+            if command is not None:
+                self.others.command(number, command)
+                self.active = command[1].producer
+        perftest_items = [i for i in items if i.kind != "message" or not self._route(number, i.data)]
+        if perftest_items:
+            self.builder.feed(number, perftest_items)
+
+    def _route(self, number: int, match) -> bool:
+        """Hand a message to another producer's run; False when it stays with perftest's.
+
+        A producer's own message goes to its run. perftest's catalogue (which also holds the lines of
+        libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
+        is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
+        producer = match.pattern.producer
+        env, value = match.fields.get("env"), match.fields.get("value")
+        if env and value is not None:
+            self.settings.setdefault(env, HeaderField(value, number))
+        library = producer in _LIBRARIES or producer == "perftest"
+        if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
+            return False
+        message = Message(id=match.pattern.id, kind=match.pattern.kind, text=match.text.strip(), line=number,
+                          source=self.name, fields=dict(match.fields))
+        message.fields.setdefault("phase", match.pattern.phase)
+        if match.pattern.origin:
+            message.fields.setdefault("origin", match.pattern.origin)
+        if library:
+            self.others.message(number, producer if producer != "perftest" else "verbs", message, joins=True)
+        else:
+            self.others.message(number, producer, message)
+            self.active = producer
+        return True
+
+
+def _may_name_a_tool(line: str) -> bool:
+    return not producers.TOOL_WORDS.isdisjoint(catalog.line_words(line))
 
 
 def parse_paths(paths: Iterable[str]) -> ParsedLog:

@@ -1,7 +1,8 @@
 """The message catalogue: recognises every line perftest (and libibverbs/librdmacm) can print.
 
-Two sources, one form:
-  catalog.toml          curated entries with the reference's ids, typed fields and side hints;
+Two sources, one form (both in rdmadoctor/knowledge/messages/):
+  <producer>.toml       curated entries: ids, typed fields and side hints (perftest.toml: perftest,
+                        libibverbs and librdmacm as perftest shows them);
   perftest_strings.tsv  every message string of perftest 6.29, compiled from its C format, so that an
                         error no curated entry covers is still recognised (with its file and function).
 A line may hold several messages (a chat or a blog flattened them into one line): `find` returns all
@@ -21,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-HERE = Path(__file__).resolve().parent
+MESSAGES = Path(__file__).resolve().parent.parent / "knowledge" / "messages"
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
 _TYPES = {
@@ -50,6 +51,8 @@ class Pattern:
     side: Optional[str] = None
     gen: Optional[str] = None
     origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
+    producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
+    result: bool = False             # the line reports a measurement: the run completed (`result = true`)
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
@@ -182,7 +185,10 @@ class Catalog:
                                          {k: v for k, v in m.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
-        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start))
+        # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie
+        # must not depend on set order), then leftmost
+        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.pattern.producer != "perftest",
+                                    m.start, m.pattern.id))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
@@ -236,9 +242,23 @@ def _kind_of(literal: str) -> str:
     return "error" if _ERROR_WORDS.search(literal) else "notice"
 
 
+def catalogue_files() -> List[Path]:
+    """perftest's first (its entries win a tie with another catalogue's), then the others by name."""
+    others = sorted(p for p in MESSAGES.glob("*.toml") if p.name != "perftest.toml")
+    return [MESSAGES / "perftest.toml", *others]
+
+
 def _curated() -> List[Pattern]:
-    with open(HERE / "catalog.toml", "rb") as f:
+    patterns = []
+    for path in catalogue_files():
+        patterns += _entries(path)
+    return patterns
+
+
+def _entries(path: Path) -> List[Pattern]:
+    with open(path, "rb") as f:
         data = tomllib.load(f)
+    producer = path.stem
     patterns = []
     for entry in data["message"]:
         if "regex" in entry and "keyword" not in entry:
@@ -250,13 +270,14 @@ def _curated() -> List[Pattern]:
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
-                gen=entry.get("gen")))
+                gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
+                result=bool(entry.get("result"))))
     return patterns
 
 
 def _generated() -> List[Pattern]:
     patterns = []
-    for line in (HERE / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
+    for line in (MESSAGES / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
         if not line or line.startswith("#"):
             continue
         file, function, _stream, literal = line.split("\t", 3)
@@ -266,6 +287,23 @@ def _generated() -> List[Pattern]:
                 source=source, keyword=_keyword_of(source), literal_length=_literal_length(source),
                 curated=False, origin=f"{file}:{function}"))
     return patterns
+
+
+# Fields every recognised message carries besides its pattern's own (logparse/runs.py adds them).
+COMMON_FIELDS = ("origin", "phase", "gen")
+
+
+def fields_by_id(catalog: "Catalog") -> Dict[str, set]:
+    """Each message id -> the fields its patterns can bind (for the rule loader's name check)."""
+    out: Dict[str, set] = {}
+    for p in catalog.patterns:
+        out.setdefault(p.id, set(COMMON_FIELDS)).update(re.findall(r"\(\?P<(\w+)>", p.source))
+    return out
+
+
+def result_ids(catalog: "Catalog") -> frozenset:
+    """The ids of messages that report a measurement (a completed run's evidence)."""
+    return frozenset(p.id for p in catalog.patterns if p.result)
 
 
 @lru_cache(maxsize=1)

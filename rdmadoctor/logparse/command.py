@@ -5,7 +5,7 @@ import re
 import shlex
 from typing import Any, Dict, List, Optional, Tuple
 
-from rdmadoctor.logparse.options import LONG, OPTIONAL_ARG, SHORT, TOOLS, resolve_long
+from rdmadoctor.knowledge.perftest import LONG, OPTIONAL_ARG, SHORT, TOOLS, resolve_long
 
 TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>" + "|".join(TOOLS) + r")(?=\s|$)")
 # what may follow a command on the same line without being part of it

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.logparse.command import TOOL_RE, parse_command
-from rdmadoctor.logparse.options import TOOLS
+from rdmadoctor.knowledge.perftest import TOOLS
 
 # Header box keys (perftest_parameters.c ctx_print_test_info, every generation) -> field names.
 HEADER_KEYS = {

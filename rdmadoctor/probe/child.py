@@ -9,24 +9,15 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
+from rdmadoctor.runtime import proc
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verbs_child.py")
 STDERR_KEEP = 4096
-
-
-def pythons() -> List[str]:
-    """This interpreter first, then the distribution's (whose python3-pyverbs matches the system's rdma-core)."""
-    out: List[str] = []
-    for exe in (sys.executable, "/usr/bin/python3"):
-        if exe and os.path.exists(exe) and os.path.realpath(exe) not in [os.path.realpath(p) for p in out]:
-            out.append(exe)
-    return out
 
 
 class Child:
@@ -84,23 +75,7 @@ class Child:
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.killed = True
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                try:
-                    self.proc.kill()
-                except OSError:
-                    pass
-        try:
-            self.proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
+        proc.kill_group(self.proc, wait=2.0)
 
     def close(self) -> None:
         """Ask it to exit, then make sure it has."""
@@ -118,7 +93,7 @@ class Child:
 
 def start(mode: str, args: Optional[Dict[str, Any]] = None, python: Optional[str] = None,
           script: str = SCRIPT) -> Child:
-    argv = [python or pythons()[0], "-I", script, mode]
+    argv = [python or proc.pythons()[0], "-I", script, mode]
     if args is not None:
         argv.append(json.dumps(args))
     return Child(argv)
@@ -130,7 +105,7 @@ def start_ready(mode: str, args: Optional[Dict[str, Any]] = None, deadline: floa
 
     `why` is the last fatal/timeout event: {"ev": "fatal", "kind": "import"|"timeout"|"crash", "error": ...}."""
     last: Dict[str, Any] = {"ev": "fatal", "kind": "import", "error": "no Python interpreter found"}
-    for exe in pythons():
+    for exe in proc.pythons():
         child = start(mode, args, exe, script)
         while True:
             event = child.next_event(deadline)

@@ -27,10 +27,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from rdmadoctor.agent import protocol as proto
-from rdmadoctor.agent.client import AgentFailure, AgentSession, connect as agent_connect
+from rdmadoctor.probe import protocol as proto
+from rdmadoctor.probe.agent_client import AgentFailure, AgentSession, connect as agent_connect
 from rdmadoctor.probe import child as child_mod
 from rdmadoctor.probe import reach
+from rdmadoctor.runtime.net import ipv4_of
 
 DEADLINES = {            # seconds per phase of the verbs child (each starts when the phase does)
     "startup": 8.0,      # Python + pyverbs import (1-2 s on a slow VM)
@@ -80,10 +81,9 @@ def source_for(peer: str) -> Dict[str, Optional[str]]:
             out["address"] = s.getsockname()[0]
     except OSError:
         return out
-    from rdmadoctor.agent.server import _ipv4_of
     try:
         for _, name in socket.if_nameindex():
-            if _ipv4_of(name) == out["address"]:
+            if ipv4_of(name) == out["address"]:
                 out["ifname"] = name
                 break
     except OSError:

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import jinja2
 from markupsafe import Markup
 
+from rdmadoctor.knowledge.perftest import UNIT_TO_GBPS, is_real_row
 from rdmadoctor.render import svg
 from rdmadoctor.render.redact import redact_document
 
@@ -40,8 +41,6 @@ STATUS_LABELS = {"ok": "No problem found", "warning": "Warning", "failure": "Fai
 STATE_LABELS = {"passed": "passed", "failed": "failed", "warning": "warning", "skipped": "skipped",
                 "not-inspected": "not inspected", "no-finding": "no finding"}
 SEVERITY_LABELS = {"fail": "Failure", "warn": "Warning", "info": "Info"}
-UNIT_TO_GBPS = {"MB/sec": 8 * 1048576 / 1e9, "MiB/sec": 8 * 1048576 / 1e9, "Gb/sec": 1.0}
-MAX_SANE_SIZE = 1 << 32
 
 _COMMAND_START = re.compile(
     r"^(?:sudo\s+)?(?:ib_\w+|ibv_\w+|rping|rdma|ip|nft|modprobe|ulimit|systemctl|ss|nc|firewall-cmd|show_gids|"
@@ -381,10 +380,8 @@ def sane_rows(run: Dict[str, Any]) -> List[Dict[str, Any]]:
     rows = []
     for row in _l(run.get("results")):
         row = _d(row)
-        size = row.get("size")
-        if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_SANE_SIZE:
-            continue
-        rows.append(row)
+        if is_real_row(row.get("size"), row.get("iterations")):
+            rows.append(row)
     return rows
 
 
@@ -503,12 +500,12 @@ def runs_view(runs: Sequence[Any], sources: Sources) -> List[Dict[str, Any]]:
         for row in _l(run.get("results")):
             row = _d(row)
             values = _d(row.get("values"))
+            sane = is_real_row(row.get("size"), row.get("iterations"))
             rows.append({"line": row.get("line"), "kind": _s(row.get("kind")), "size": row.get("size"),
-                         "size_label": svg.human_size(row["size"]) if isinstance(row.get("size"), int)
-                         and 0 < row["size"] <= MAX_SANE_SIZE else _s(row.get("size")),
+                         "size_label": svg.human_size(row["size"]) if sane else _s(row.get("size")),
                          "iterations": _s(row.get("iterations")), "unit": _s(row.get("unit")),
                          "fields": [(k, _s(v)) for k, v in values.items()],
-                         "sane": isinstance(row.get("size"), int) and 0 < row["size"] <= MAX_SANE_SIZE})
+                         "sane": sane})
         out.append({
             "id": _anchor("run", i), "source": _s(run.get("source")), "side": _s(run.get("side")) or "unknown",
             "side_reason": _s(run.get("side_reason")), "tool": _s(run.get("tool")),

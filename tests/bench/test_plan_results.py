@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from rdmadoctor.bench import plan, results
+from rdmadoctor.views import bench as bench_view
 from rdmadoctor.logparse import parse_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,8 +48,8 @@ def test_bad_lists(text, error):
 
 def _result(bw):
     run = parse_text(HEALTHY.replace("14.45", str(bw))).runs[0]
-    m = results.metrics(run)
-    return results.ComboResult("ib_write_bw", 1, 65536, "ok", 1.0, ["ib_write_bw"], **m)
+    m = bench_view.metrics(run)
+    return bench_view.ComboResult("ib_write_bw", 1, 65536, "ok", 1.0, ["ib_write_bw"], **m)
 
 
 def test_metrics_come_from_the_parsed_row_in_gbps():
@@ -58,14 +59,14 @@ def test_metrics_come_from_the_parsed_row_in_gbps():
 
 
 def test_csv_json_and_regression(tmp_path):
-    now = results.BenchResult("192.0.2.2", "2026-11-29T00:00:00Z", 10.0, [_result(10.0)])
-    before = results.BenchResult("192.0.2.2", "2026-11-28T00:00:00Z", 10.0, [_result(14.45)])
+    now = bench_view.BenchResult("192.0.2.2", "2026-11-29T00:00:00Z", 10.0, [_result(10.0)])
+    before = bench_view.BenchResult("192.0.2.2", "2026-11-28T00:00:00Z", 10.0, [_result(14.45)])
     path = tmp_path / "before.json"
     results.save_json(before, path)
     earlier = results.load_json(path)
-    found = results.regressions(now, earlier, 0.10)
+    found = bench_view.regressions(now, earlier, 0.10)
     assert [f["metric"] for f in found] == ["bw_avg_gbps"] and found[0]["change"] == "-31%"
-    assert results.regressions(now, json.loads(path.read_text()), 0.5) == []
+    assert bench_view.regressions(now, json.loads(path.read_text()), 0.5) == []
     lines = results.to_csv(now).splitlines()
     assert lines[0].startswith("tool,qp,size,status,bw_avg_gbps") and lines[1].startswith("ib_write_bw,1,65536,ok,")
     (tmp_path / "bad.json").write_text('{"schema": "other"}')

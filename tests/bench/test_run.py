@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rdmadoctor.bench import plan
+from rdmadoctor.engine.diagnose import explain_combo
 from rdmadoctor.bench.remote import BenchAgentError
 from rdmadoctor.bench.run import run_sweep
 
@@ -62,7 +63,9 @@ def test_a_sweep_measures_the_good_combinations_and_explains_the_failed_one():
     assert [(r.size, r.status) for r in result.results] == [(4096, "ok"), (65536, "ok"), (1048576, "failed")]
     assert all(r.bw_avg_gbps for r in result.results[:2])
     failed = result.results[2]
-    assert failed.verdict["cause"] == "memlock-limit"
+    assert failed.verdict is None                  # recorded, not yet judged
+    assert explain_combo(failed).verdict.cause == "memlock-limit"
+    assert failed.verdict["cause"] == "memlock-limit" and explain_combo(failed) is explain_combo(failed)
     assert failed.server_log.startswith("server$ ib_write_bw") and "--port=18520" in failed.server_log
     assert peer.waited == [4096, 65536, 1048576] and not peer.stopped and not result.interrupted
 

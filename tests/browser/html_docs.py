@@ -27,7 +27,7 @@ def without_raw_text(document: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def explain_document(paths: Sequence[Path], link_rate: Optional[float] = None, raw_text: bool = True) -> Dict[str, Any]:
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import parse_paths
     from rdmadoctor.render import json_out
     parsed = parse_paths([str(p) for p in paths])
@@ -106,7 +106,7 @@ def check_document(facts_path: Path) -> Dict[str, Any]:
                           "note": v.get("purpose")}],
             "fix": [f"Allow it: `nft add rule inet filter input {v['proto']} dport {v['port']} accept`"],
             "confidence": "high", "kind": "cause", "candidates": [], "next_steps": [],
-            "refs": ["perftest-errors.md §2.1"], "rung": "firewall", "explained_by": None, "key": None})
+            "refs": ["docs/perftest-messages.md#c02"], "rung": "firewall", "explained_by": None, "key": None})
     findings.append({
         "rule": "FACT-MEMLOCK-LOW", "cause": "memlock-limit", "severity": "warn",
         "title": "Locked memory is limited to 8 MiB",
@@ -130,7 +130,7 @@ def check_document(facts_path: Path) -> Dict[str, Any]:
 def real_check_document(facts_path: Path) -> Dict[str, Any]:
     """What `rdmadoctor check --from FACTS --json` gives, when this rdmadoctor has check; else check_document."""
     try:
-        from rdmadoctor import diagnose
+        from rdmadoctor.engine import diagnose
         from rdmadoctor.render import json_out
         facts = json.loads(facts_path.read_text(encoding="utf-8"))
         diagnosis = diagnose.check(facts, None, (facts.get("host") or {}).get("peer"))

@@ -193,7 +193,7 @@ def _explain_said(recording: Path) -> Optional[str]:
     logs = [str(recording / n) for n in ("server.log", "client.log") if (recording / n).exists()]
     if not logs:
         return None
-    from rdmadoctor import diagnose
+    from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import parse_paths
     return _verdict_words(diagnose.explain(parse_paths(logs)).verdict.to_dict())
 

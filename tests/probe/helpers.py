@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from rdmadoctor.agent import protocol as p
+from rdmadoctor.probe import protocol as p
 from rdmadoctor.agent.server import Agent, Config
 
 HERE = Path(__file__).resolve().parent

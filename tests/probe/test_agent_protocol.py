@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from rdmadoctor.agent import protocol as p
+from rdmadoctor.probe import protocol as p
 from rdmadoctor.agent.server import default_bind
 
 

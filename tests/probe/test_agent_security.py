@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from rdmadoctor.agent import protocol as p
-from rdmadoctor.agent.client import AgentFailure, AgentSession
+from rdmadoctor.probe import protocol as p
+from rdmadoctor.probe.agent_client import AgentFailure, AgentSession
 from tests.probe.helpers import TOKEN, FakeListener, LineClient, running_agent
 
 

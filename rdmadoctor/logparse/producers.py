@@ -1,0 +1,194 @@
+"""The other producers of a paste besides perftest: their command lines, the settings a paste shows, and one
+run builder for all of them.
+
+What a line *says* comes from the message catalogues (knowledge/messages/<producer>.toml); this module knows
+which programs start a run of which producer (`ucx_perftest`, `mpirun`, `fi_pingpong`, `rping`,
+`ibv_rc_pingpong`, `ibv_devinfo`, nccl-tests' `all_reduce_perf` ...), which side a command line is (a
+ping-pong client names its server), and the environment and MCA settings a paste shows (`-x NCCL_IB_HCA=mlx5_0`,
+`export UCX_TLS=rc`, `--mca btl ^openib`, NCCL's "NCCL_IB_GID_INDEX set by environment to 3").
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from rdmadoctor.model import Command, HeaderField, Message, Run
+
+MAX_RUNS = 256
+MAX_MESSAGES = 400
+
+
+@dataclass(frozen=True)
+class Tool:
+    producer: str
+    takes_value: FrozenSet[str] = frozenset()   # short options that consume the next word
+    side: str = "positional"                    # positional | rping | cmatose | server | client | none
+
+
+_PINGPONG = frozenset("-p -d -i -s -m -r -n -l -g -t -c -S -x".split())
+_FABTESTS = frozenset("-p -e -d -f -s -I -S -B -P -m -n -a -c -C -F -o -w -W -D -E -K -t -u -i -j -T -U -M -b".split())
+_UCX = frozenset("-t -s -n -w -c -p -f -H -O -i -x -D -l -b -m -N -r -R -e -G -a -T -L -A -k -z".split())
+_MPIRUN = frozenset("-np -n -N -x -H --host -hostfile --hostfile -machinefile --map-by --bind-by -mca --mca "
+                    "--rank-by --bind-to -c -npernode -wdir -prefix --prefix -oversubscribe".split())
+_RPING = frozenset("-a -I -p -C -S -P -q -R".split())
+
+TOOLS: Dict[str, Tool] = {
+    **{name: Tool("verbs", _PINGPONG) for name in (
+        "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong")},
+    **{name: Tool("verbs", side="none") for name in (
+        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch")},
+    "rping": Tool("verbs", _RPING, side="rping"),
+    **{name: Tool("verbs", frozenset("-s -b -c -C -S -p -m -M -P -f".split()), side="cmatose")
+       for name in ("ucmatose", "udaddy", "mckey")},
+    "rdma_server": Tool("verbs", frozenset("-p -s".split()), side="server"),
+    "rdma_client": Tool("verbs", frozenset("-p -s".split()), side="client"),
+    **{name: Tool("verbs", frozenset("-s -b -B -I -C -S -p -T".split()), side="cmatose")
+       for name in ("rstream", "riostream")},
+    "ucx_perftest": Tool("ucx", _UCX),
+    "ucx_info": Tool("ucx", side="none"),
+    **{name: Tool("libfabric", _FABTESTS) for name in (
+        "fi_pingpong", "fi_rdm_pingpong", "fi_msg_pingpong", "fi_dgram_pingpong", "fi_rdm", "fi_msg",
+        "fi_rdm_tagged_pingpong", "fi_msg_bw", "fi_rdm_bw", "fi_rma_bw", "fi_rdm_tagged_bw")},
+    "fi_info": Tool("libfabric", frozenset("-p -f -e -a -n -P -c -t -d -s -m -g".split()), side="none"),
+    **{name: Tool("ompi", _MPIRUN, side="none") for name in ("mpirun", "mpiexec", "orterun", "prterun", "oshrun")},
+    **{name: Tool("nccl", frozenset("-b -e -f -g -t -n -w -c -o -d -p -a -z -G -C -m -M -i -R -T -N -u".split()),
+                  side="none")
+       for name in ("all_reduce_perf", "all_gather_perf", "broadcast_perf", "reduce_perf", "reduce_scatter_perf",
+                    "alltoall_perf", "sendrecv_perf", "gather_perf", "scatter_perf", "hypercube_perf")},
+}
+TOOL_WORDS = frozenset(TOOLS)
+_TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
+                      r")(?=\s|$|;|\|)")
+_SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
+# What may stand before a command on its line: a shell prompt, wrappers, their options, VAR=value settings.
+# A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
+_PREFIX = re.compile(r"^\s*(?:[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*)?"
+                     r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
+
+# Environment variables that configure the RDMA stack and the libraries on it.
+SETTING_PREFIXES = ("NCCL_", "UCX_", "FI_", "OMPI_MCA_", "PMIX_MCA_", "UCC_", "MLX5_", "RDMAV_", "IBV_", "HCOLL_",
+                    "PSM3_", "PSM2_", "I_MPI_", "MPICH_", "NVSHMEM_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES",
+                    "RDMADOCTOR_")
+_SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Z0-9_]*)="
+                         r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s;|&]*)")
+_MCA_RE = re.compile(r"(?<![\w-])--?mca\s+(?P<name>[\w.-]+)\s+(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
+_SETTING_HINT = re.compile(r"=|mca", re.IGNORECASE)
+
+
+def settings_in(line: str) -> List[Tuple[str, str, int]]:
+    """(name, value, column) of every setting a line shows: VAR=value (after -x, export, env or a prompt) and
+    Open MPI's --mca key value (as OMPI_MCA_key)."""
+    if not _SETTING_HINT.search(line):
+        return []
+    out = [(m.group("name"), m.group("value").strip("'\""), m.start()) for m in _SETTING_RE.finditer(line)]
+    out += [(f"OMPI_MCA_{m.group('name')}", m.group("value").strip("'\""), m.start()) for m in _MCA_RE.finditer(line)]
+    return out
+
+
+def _side(tool: Tool, options: Dict[str, object], host: Optional[str]) -> Optional[str]:
+    if tool.side == "rping":
+        return "server" if "-s" in options else "client" if "-c" in options else None
+    if tool.side == "cmatose":             # ucmatose -s SERVER connects to it: a client
+        return "client" if "-s" in options else "server"
+    if tool.side in ("server", "client"):
+        return tool.side
+    if tool.side == "positional":
+        return "client" if host else "server"
+    return None
+
+
+def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]]:
+    """(tool name, tool, argv, options, host, command text) when `text` holds one of TOOLS' command lines."""
+    m = _TOOL_RE.search(text)
+    if not m or not _PREFIX.match(text[:m.start()]):
+        return None
+    name = m.group("tool")
+    tool = TOOLS[name]
+    rest = text[m.end():]
+    try:
+        tokens = shlex.split(rest, posix=True)
+    except ValueError:
+        tokens = rest.split()
+    argv, options, host = [name], {}, None
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if _SHELL_END.match(tok):
+            break
+        argv.append(tok)
+        if tok.startswith("-") and len(tok) > 1:
+            key, eq, value = tok.partition("=")
+            if not eq and key in tool.takes_value and i + 1 < len(tokens) and not _SHELL_END.match(tokens[i + 1]):
+                i += 1
+                value = tokens[i]
+                argv.append(value)
+            options[key] = value if (eq or key in tool.takes_value) else True
+        elif host is None and _HOST.match(tok) and tool.side not in ("none",):
+            host = tok
+        i += 1
+    if tool.side == "rping" and isinstance(options.get("-a"), str) and "-c" in options:
+        host = options["-a"]
+    if tool.side == "cmatose" and isinstance(options.get("-s"), str):
+        host = options["-s"]
+    return name, tool, argv, options, host, text[m.start("tool"):].strip()
+
+
+class ProducerRuns:
+    """The runs of the producers other than perftest in one source: a command line starts a run; a message starts
+    one when none is open; a library's message (libibverbs, the kernel) joins the run that is open."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.runs: List[Run] = []
+        self.current: Dict[str, Run] = {}
+        self.last: Optional[Run] = None
+        self.dropped = 0
+
+    def _new(self, producer: str, number: int) -> Run:
+        run = Run(source=self.source, index=len(self.runs) + self.dropped, first_line=number, last_line=number,
+                  producer=producer)
+        if len(self.runs) < MAX_RUNS:
+            self.runs.append(run)
+        else:
+            self.dropped += 1
+        self.current[producer] = run
+        return run
+
+    def command(self, number: int, parsed: Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]) -> Run:
+        name, tool, argv, options, host, text = parsed
+        run = self.current.get(tool.producer)
+        if run is None or run.command is not None or run.messages:
+            run = self._new(tool.producer, number)
+        run.command = Command(tool=name, argv=argv, options={k: v for k, v in options.items()}, host=host,
+                              line=number, text=text)
+        run.tool = name
+        side = _side(tool, options, host)
+        if side:
+            run.side, run.side_reason = side, f"command line ({'names server ' + host if host else 'no server address'})"
+        run.last_line = number
+        self.last = run
+        return run
+
+    def message(self, number: int, producer: str, message: Message, joins: bool = False) -> Run:
+        """`joins`: a library's or the kernel's message, which belongs to whatever run is open."""
+        run = self.last if joins and self.last is not None else self.current.get(producer)
+        if run is None:
+            run = self._new(producer, number)
+        if len(run.messages) < MAX_MESSAGES:
+            run.messages.append(message)
+        else:
+            run.messages_dropped += 1
+        run.last_line = number
+        self.last = run
+        return run
+
+    def finish(self, settings: Dict[str, HeaderField], others: List[Run]) -> List[Run]:
+        """The runs, each with the source's settings it does not show itself (a paste's exports apply to the job)."""
+        for run in self.runs + others:
+            for name, value in settings.items():
+                run.settings.setdefault(name, value)
+        return self.runs
+

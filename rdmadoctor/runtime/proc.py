@@ -1,0 +1,92 @@
+"""Child processes that cannot make rdmadoctor wait: each in its own process group, with a deadline, and
+killed as a group, so a grandchild that keeps a pipe open cannot hold anything up.
+
+Every command, verbs child and perftest process rdmadoctor starts goes through here.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+# The distribution's interpreter: its python3-pyverbs matches the system's rdma-core.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+class NotRun(Exception):
+    """The command could not be started (not installed, not executable); the message says why."""
+
+
+class Hung(Exception):
+    """The command did not finish within its deadline; its process group was killed."""
+
+
+@dataclass
+class CommandResult:
+    argv: List[str]
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float = 0.0
+
+
+def pythons() -> List[str]:
+    """The interpreters that may run a verbs child: this one first, then the distribution's."""
+    out: List[str] = []
+    for exe in (sys.executable, SYSTEM_PYTHON):
+        if exe and os.path.exists(exe) and os.path.realpath(exe) not in [os.path.realpath(p) for p in out]:
+            out.append(exe)
+    return out
+
+
+def signal_group(proc: "subprocess.Popen[bytes]", sig: int) -> bool:
+    """Send `sig` to the process's group (it was started with start_new_session); False when it is gone."""
+    try:
+        os.killpg(proc.pid, sig)
+        return True
+    except (OSError, AttributeError):
+        try:
+            proc.send_signal(sig)
+            return True
+        except OSError:
+            return False
+
+
+def kill_group(proc: "subprocess.Popen[bytes]", wait: float = 1.0) -> None:
+    """SIGKILL the whole group, reap the process (up to `wait` seconds) and close its pipes."""
+    if proc.poll() is None:
+        signal_group(proc, signal.SIGKILL)
+    try:
+        proc.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if stream:
+                stream.close()
+        except OSError:
+            pass
+
+
+def run(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None,
+        stdin: Optional[str] = None) -> CommandResult:
+    """Run argv (no shell) in its own process group with the C locale. Raises NotRun or Hung."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                env={**os.environ, "LC_ALL": "C", "LANG": "C", **(env or {})},
+                                start_new_session=True, close_fds=True)
+    except OSError as exc:
+        raise NotRun(f"{argv[0]}: {exc.strerror or exc}") from None
+    try:
+        out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise Hung(f"{' '.join(argv)} did not finish within {timeout:g} s") from None
+    return CommandResult(list(argv), proc.returncode, out.decode("utf-8", "replace"),
+                         err.decode("utf-8", "replace"), round(time.monotonic() - started, 3))

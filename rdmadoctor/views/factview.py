@@ -1,0 +1,200 @@
+"""Facts (as the collectors wrote them) -> the flat view the fact rules read.
+
+The collectors' document mirrors the subsystems (devices with ports with GIDs; links; addresses...).
+Rules ask questions across them ("the netdev under this RoCE port is down", "the route to the peer
+does not leave through an RDMA netdev"), so this joins them once, here, into lists of items that a
+rule can iterate with `each = "ports"`. Nothing here judges: it only joins and derives.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional
+
+from rdmadoctor.knowledge import perftest
+
+
+def memlock_below(soft: Optional[int], exempt: bool, need: int) -> bool:
+    """Registering `need` bytes would hit the limit: it is known, it applies (neither root nor
+    CAP_IPC_LOCK) and it is smaller."""
+    return not exempt and soft is not None and soft < need
+_CHAIN = re.compile(r"(?:^|at )((?:inet|ip6?|netdev|bridge|arp) \S+ \S+) handle \d+")
+# Soft-RoCE / soft-iWARP log an application's QP errors (e.g. rxe's "make_send_cqe ... status = 13"):
+# those are not a device or firmware fault.
+_SOFTWARE_DRIVER = re.compile(r"\b(?:rdma_rxe|rxe\d*|siw\d*)\b|\brxe_|\bsiw_", re.IGNORECASE)
+PCI_SPEED = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
+PROVIDER_MODULES = ("mlx5_ib", "mlx4_ib", "irdma", "i40iw", "bnxt_re", "efa", "qedr", "hns_roce_hw_v2", "erdma",
+                    "mana_ib", "rdma_rxe", "siw", "ionic_rdma", "cxgb4_iw", "vmw_pvrdma", "hfi1", "qib", "ocrdma")
+
+
+def _section(facts: Dict[str, Any], name: str) -> Dict[str, Any]:
+    return (facts.get("sections") or {}).get(name) or {"status": "unavailable", "reason": "not collected"}
+
+
+def _data(facts: Dict[str, Any], name: str) -> Dict[str, Any]:
+    section = _section(facts, name)
+    return section.get("data") or {} if section.get("status") != "unavailable" else {}
+
+
+def _pci_generation(speed: Optional[str]) -> Optional[int]:
+    if not speed:
+        return None
+    number = str(speed).split()[0]
+    return PCI_SPEED.get(number)
+
+
+def _width(value: Any) -> Optional[int]:
+    try:
+        return int(str(value).lstrip("x"))
+    except (TypeError, ValueError):
+        return None
+
+
+def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) -> Dict[str, Any]:
+    sections = facts.get("sections") or {}
+    readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
+    reasons = {name: s.get("reason") for name, s in sections.items() if s.get("status") != "ok"}
+    host = facts.get("host") or {}
+    devices_data = _data(facts, "devices")
+    kernel = _data(facts, "kernel")
+    netlink = _data(facts, "netlink")
+    limits = _data(facts, "limits")
+    firewall = _data(facts, "firewall")
+    listeners = _data(facts, "ports")
+    pci = _data(facts, "pci")
+
+    links = {l.get("ifname"): l for l in netlink.get("links") or [] if l.get("ifname")}
+    ipv4 = {}
+    for a in netlink.get("addresses") or []:
+        if a.get("family") == 4:
+            ipv4.setdefault(a.get("ifname"), []).append(a.get("address"))
+
+    devices, ports = [], []
+    for dev in devices_data.get("devices") or []:
+        devices.append({"name": dev.get("name"), "label": dev.get("name"), "driver": dev.get("driver"),
+                        "transport": dev.get("transport"), "pci": dev.get("pci"), "numa_node": dev.get("numa_node"),
+                        "fw_ver": dev.get("fw_ver"), "verbs_visible": dev.get("verbs_visible", True),
+                        "netdevs": dev.get("netdevs") or []})
+        for p in dev.get("ports") or []:
+            netdev = p.get("netdev")
+            link = links.get(netdev) if netdev else None
+            gids = p.get("gids") or []
+            v4_gids = [g for g in gids if g.get("ipv4")]
+            is_roce = p.get("link_layer") == "Ethernet"
+            ports.append({
+                "label": f"{dev.get('name')} port {p.get('port')}", "device": dev.get("name"),
+                "driver": dev.get("driver"), "port": p.get("port"), "state": p.get("state"),
+                "phys_state": p.get("phys_state"), "link_layer": p.get("link_layer"), "is_roce": is_roce,
+                "is_ib": p.get("link_layer") == "InfiniBand", "active_mtu": p.get("active_mtu"),
+                "max_mtu": p.get("max_mtu"), "lid": p.get("lid"), "sm_lid": p.get("sm_lid"),
+                "rate": p.get("rate"), "rate_gbps": p.get("rate_gbps"), "netdev": netdev,
+                "netdev_known": link is not None, "netdev_up": None if link is None else bool(link.get("admin_up")),
+                "netdev_oper": None if link is None else link.get("operstate"),
+                "netdev_carrier": None if link is None else link.get("carrier"),
+                "netdev_mtu": (link or {}).get("mtu") or p.get("netdev_mtu"),
+                "netdev_ipv4": ipv4.get(netdev, []) if netdev else [],
+                "gid_count": len(gids), "ipv4_gids": [g.get("gid") for g in v4_gids],
+                "ipv4_v2_gids": [f"{g.get('index')}: {g.get('gid')}" for g in v4_gids if g.get("type") == "RoCE v2"],
+                "counter_deltas": p.get("counter_deltas") or {},
+                "retries": sum(v for k, v in (p.get("counter_deltas") or {}).items()
+                               if isinstance(v, (int, float)) and any(w in k for w in ("retry", "timeout", "seq_err",
+                                                                                        "out_of_seq"))),
+            })
+
+    dev_nodes = kernel.get("dev_infiniband") or []
+    uverbs = [n for n in dev_nodes if "uverbs" in str(n.get("path"))]
+    rdma_cm = [n for n in dev_nodes if str(n.get("path", "")).endswith("rdma_cm")]
+    modules = kernel.get("rdma_modules") or {}
+    loaded = set(kernel.get("modules") or [])
+    rdma_netdevs = {p["netdev"] for p in ports if p.get("netdev")}
+
+    memlock = (limits.get("memlock") or {})
+    soft = memlock.get("soft")
+    exempt = bool(limits.get("cap_ipc_lock")) or bool(host.get("is_root"))
+    view: Dict[str, Any] = {
+        "readable": readable,
+        "reasons": reasons,
+        "host": host,
+        "is_root": bool(host.get("is_root")),
+        "rdma": {
+            "subsystem": devices_data.get("rdma_subsystem"),
+            "device_count": len(devices),
+            # "not set" only when the kernel's config was read and lacks the option
+            "kernel_config": ((kernel.get("config") or {}).get("CONFIG_INFINIBAND")
+                              or ("not set" if kernel.get("config_source") else None)),
+            "kernel_config_source": kernel.get("config_source"),
+            "modules_supported": kernel.get("modules_supported"),
+            "modules_known": bool(kernel.get("modules_supported", True)) and readable.get("kernel", False),
+            "ib_core": bool(modules.get("ib_core")) or bool(devices_data.get("rdma_subsystem")),
+            "ib_uverbs": bool(modules.get("ib_uverbs")),
+            "rdma_ucm": bool(modules.get("rdma_ucm")),
+            "providers_loaded": sorted(m for m in PROVIDER_MODULES if m in loaded),
+            "pyverbs": (devices_data.get("pyverbs") or {}).get("available"),
+            "netns_mode": kernel.get("rdma_netns_mode"),
+            "soft_roce": any(d.get("driver") in ("rxe", "rdma_rxe", "siw") for d in devices),
+        },
+        "devices": devices,
+        "verbs_invisible": [d for d in devices if d.get("verbs_visible") is False],
+        "ports": ports,
+        "uverbs_nodes": uverbs,
+        "uverbs_denied": [n for n in uverbs if not (n.get("readable") and n.get("writable"))],
+        "rdma_cm_node": rdma_cm[0] if rdma_cm else None,
+        "memlock": {"soft": soft, "hard": memlock.get("hard"), "unlimited": soft is None and "soft" in memlock,
+                    "exempt": exempt, "known": "soft" in memlock,
+                    "below_default": memlock_below(soft, exempt, perftest.DEFAULT_PIN),
+                    "below_all_sizes": memlock_below(soft, exempt, perftest.ALL_SIZES_PIN),
+                    "limits_conf": limits.get("limits_conf") or []},
+        "firewall": {},
+        "firewall_blocks": [],
+        "listeners": listeners.get("tcp_listeners") or [],
+        "pci": [],
+        "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
+                       for l in ((kernel.get("log") or {}).get("lines") or [])
+                       if l.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
+        "versions": _data(facts, "versions"),
+        "peer": None,
+    }
+    for v in firewall.get("verdicts") or []:
+        key = f"{v.get('proto')}/{v.get('port')}"
+        view["firewall"][key] = v
+        if v.get("verdict") == "drop":
+            matters = v.get("proto") == "tcp" or view["rdma"]["soft_roce"]
+            chain = _CHAIN.search(str(v.get("rule") or ""))
+            view["firewall_blocks"].append({**v, "label": key, "matters": matters,
+                                            "chain": chain.group(1) if chain else None})
+    for d in pci.get("devices") or []:
+        cur_gen, max_gen = _pci_generation(d.get("current_link_speed")), _pci_generation(d.get("max_link_speed"))
+        cur_w, max_w = _width(d.get("current_link_width")), _width(d.get("max_link_width"))
+        view["pci"].append({**d, "label": f"{d.get('device')} ({d.get('bdf')})",
+                            "degraded": bool((cur_gen and max_gen and cur_gen < max_gen) or
+                                             (cur_w and max_w and cur_w < max_w))})
+    peer_data = netlink.get("peer")
+    if peer_data or peer:
+        route = (peer_data or {}).get("route") or {}
+        view["peer"] = {
+            "address": (peer_data or {}).get("address") or peer, "route_ifname": route.get("ifname"),
+            "route_src": route.get("src"), "route_gateway": route.get("gateway"), "route_error": route.get("error"),
+            "route_type": route.get("type"), "is_local": route.get("type") == "local",
+            "via_rdma_netdev": route.get("ifname") in rdma_netdevs if route.get("ifname") else None,
+            "rdma_netdevs": sorted(rdma_netdevs),
+            "neighbour": ((peer_data or {}).get("neighbour") or {}).get("state"),
+        }
+    # issue 5 (check --peer): view["probe"], view["remote"], view["pair"] from the probe's facts sections
+    from rdmadoctor.views import probeview as probe_view
+    probe_view.extend(view, facts, build)
+    return view
+
+
+SOFTWARE_DRIVERS = ("rxe", "rdma_rxe", "siw")
+
+
+def link_rate_gbps(view: Optional[Dict[str, Any]]) -> Optional[float]:
+    """The rate results are judged against: the one rate of this host's active hardware ports. Soft-RoCE and
+    soft-iWARP report a nominal rate (rxe says 2.5 Gb/s on any netdev), so they give none; two different
+    rates give none either (which port a test used is not known here)."""
+    if not view:
+        return None
+    rates = {p["rate_gbps"] for p in view.get("ports") or []
+             if p.get("state") == "ACTIVE" and p.get("driver") not in SOFTWARE_DRIVERS
+             and isinstance(p.get("rate_gbps"), (int, float)) and p["rate_gbps"] > 0}
+    return rates.pop() if len(rates) == 1 else None
+

@@ -1,0 +1,180 @@
+"""Observations about one run that rules ask for by name (`feature = "garbage_row"`).
+
+They are what an engineer reads between the lines of a perftest log: a result row that is really a
+key record, a run that stopped printing, the bandwidth as a fraction of the link's rate. Each is a
+pure function of the run (and of the link rate the user gave); none knows about causes.
+"""
+from __future__ import annotations
+
+import math
+import string
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from rdmadoctor.logparse import catalog
+from rdmadoctor.model import Run
+from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
+from rdmadoctor.views.params import real_rows
+
+_PRINTABLE = set(string.hexdigits + ":")
+
+
+def _decoded(value: int) -> Optional[str]:
+    try:
+        raw = value.to_bytes(8, "big")
+    except OverflowError:
+        return None
+    text = raw.decode("ascii", "replace")
+    return text if all(c in _PRINTABLE for c in text) else None
+
+
+def garbage_row(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """A result row whose #bytes is no size: 8 bytes of a QP key record (ASCII hex) read as a number.
+
+    perftest's server reads the client's report as five 8-byte fields; when the two sides disagree on
+    how many key records to exchange, those bytes are the text of a key record ("0000:0000:...").
+    """
+    for row in run.results:
+        if row.size >= UINT32 or row.iterations >= UINT32:
+            text = "".join(t for t in (_decoded(row.size), _decoded(row.iterations)) if t)
+            return {"line": row.line, "size": row.size, "iterations": row.iterations,
+                    "ascii": text or None}
+    return None
+
+
+def errors(run: Run, ctx) -> int:
+    return sum(1 for m in run.messages if m.kind == "error")
+
+
+def results(run: Run, ctx) -> int:
+    """How many measurements the run printed: perftest's real result rows, and the lines another producer
+    prints when it measured something (a catalogue entry with `result = true`)."""
+    measured = catalog.result_ids(catalog.load())
+    return len(real_rows(run)) + sum(1 for m in run.messages if m.id in measured)
+
+
+def completed(run: Run, ctx) -> bool:
+    """Printed at least one real result row and no error."""
+    return bool(real_rows(run)) and errors(run, ctx) == 0
+
+
+def stalled_at(run: Run, ctx) -> Optional[str]:
+    """Where a run that printed no error and no result stopped: it hung, or was killed."""
+    if errors(run, ctx) or real_rows(run) or garbage_row(run, ctx):
+        return None
+    if run.result_header_line:
+        return "traffic"              # results header printed, no row: the data transfer never finished
+    if run.addresses:
+        return "addresses"
+    if run.test_name or run.header:
+        return "header"
+    if run.banner_line:
+        return "waiting"              # the server's banner: nobody connected
+    if run.command:
+        return "command"
+    return None
+
+
+def interrupted(run: Run, ctx) -> bool:
+    """The terminal shows ^C: the run was stopped by hand (or by a timeout's SIGINT)."""
+    return any(m.id == "U01" for m in run.messages)
+
+
+def exchanged(run: Run, ctx) -> bool:
+    """Both QPs' addresses were exchanged (the side channel worked up to the traffic)."""
+    return any(a.role == "remote" for a in run.addresses)
+
+
+def bw_gbps(run: Run, ctx) -> Optional[float]:
+    best = None
+    for row in real_rows(run):
+        if row.kind != "bw" or not row.unit:
+            continue
+        value = row.values.get("bw_avg")
+        if value is None or math.isnan(value):
+            continue
+        gbps = value * UNIT_TO_GBPS.get(row.unit, 0)
+        best = gbps if best is None or gbps > best else best
+    return best
+
+
+def bw_row(run: Run, ctx):
+    best, best_gbps = None, -1.0
+    for row in real_rows(run):
+        if row.kind == "bw" and row.unit and not math.isnan(row.values.get("bw_avg", float("nan"))):
+            g = row.values["bw_avg"] * UNIT_TO_GBPS.get(row.unit, 0)
+            if g > best_gbps:
+                best, best_gbps = row, g
+    return best
+
+
+def bw_fraction(run: Run, ctx) -> Optional[float]:
+    rate = ctx.get("link_rate_gbps")
+    bw = bw_gbps(run, ctx)
+    if not rate or bw is None:
+        return None
+    return bw / rate
+
+
+def completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The first completion error: status, name, wr_id, syndrome and the scnt/ccnt that followed."""
+    for i, m in enumerate(run.messages):
+        if m.id == "T01S":
+            info = {"status": int(m.fields["status"]), "name": m.fields.get("status_name"),
+                    "wr_id": m.fields.get("wr_id"), "syndrome": m.fields.get("syndrome"), "line": m.line}
+            for follow in run.messages[i + 1:i + 3]:
+                if follow.id == "T01C":
+                    info.update({k: int(v) for k, v in follow.fields.items() if k in ("scnt", "ccnt", "rcnt")})
+            return info
+    return None
+
+
+def local_gid_family(run: Run, ctx) -> Optional[str]:
+    for a in run.addresses:
+        if a.role == "local" and a.gid:
+            if a.gid.startswith("::ffff:"):
+                return "ipv4"
+            return "link-local" if a.gid.startswith("fe80") else ("empty" if a.gid == "::" else "ipv6")
+    return None
+
+
+def sizes_before_error(run: Run, ctx) -> Optional[int]:
+    """With -a: the largest size that completed before a completion error (a path-MTU black hole)."""
+    rows = real_rows(run)
+    if not rows or not completion(run, ctx):
+        return None
+    return max(r.size for r in rows)
+
+
+def named_device_listed(run: Run, ctx) -> bool:
+    """The device that perftest "could not find" appears in device listings pasted with it."""
+    named = {m.fields.get("device") for m in run.messages if m.id == "D02"}
+    listed = {m.fields.get("device") for r in ctx.get("runs", [run]) for m in r.messages if m.id == "V10"}
+    return bool(named & listed)
+
+
+def generation(run: Run, ctx):
+    from rdmadoctor.views.generation import infer
+    return infer(run)
+
+
+FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
+                            local_gid_family, sizes_before_error, named_device_listed, generation)
+}
+
+
+# The names inside a feature that is a record, for templates ({run.garbage_row.ascii}).
+FIELDS_OF: Dict[str, Tuple[str, ...]] = {
+    "garbage_row": ("line", "size", "iterations", "ascii"),
+    "completion": ("status", "name", "wr_id", "syndrome", "line", "scnt", "ccnt", "rcnt"),
+    "bw_row": ("line", "kind", "size", "iterations", "values", "unit"),
+    "generation": ("low", "high", "clues", "known", "consistent"),
+}
+
+
+def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
+    cache = ctx.setdefault("_feature_cache", {})
+    key = (id(run), name)
+    if key not in cache:
+        cache[key] = FEATURES[name](run, ctx)
+    return cache[key]

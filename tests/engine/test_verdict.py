@@ -1,0 +1,51 @@
+"""engine/verdict.py: one function picks every command's verdict, and never says ok without evidence of health."""
+from pathlib import Path
+
+from rdmadoctor.collectors import load_facts
+from rdmadoctor.engine import diagnose
+from rdmadoctor.logparse import parse_text
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
+HEALTHY = FIXTURES / "facts/lab/bookworm/facts-root.json"
+
+
+def test_check_with_the_device_rung_not_inspected_is_unknown_not_ok():
+    d = diagnose.check(load_facts(FIXTURES / "facts/lab/bookworm/facts-root-contended.json"))
+    assert d.verdict.status == "unknown"
+    assert "device: could not read devices: timed out" in d.verdict.summary
+    assert any("--timeout" in step for step in d.verdict.next_steps)
+
+
+def test_check_with_only_the_address_rung_unread_is_unknown():
+    facts = load_facts(HEALTHY)
+    facts["sections"]["netlink"] = {"status": "unavailable", "reason": "permission denied"}
+    d = diagnose.check(facts)
+    assert d.verdict.status == "unknown" and "address" in d.verdict.summary
+
+
+def test_check_of_a_healthy_host_is_ok_and_says_what_it_did_not_inspect():
+    d = diagnose.check(load_facts(HEALTHY))
+    assert d.verdict.status == "ok"
+    assert "not inspected: route" in d.verdict.summary       # no --peer: the route rung is not judged
+
+
+def test_explain_without_any_result_or_error_is_unknown():
+    d = diagnose.explain(parse_text("$ ib_write_bw -d mlx5_0\n"
+                                    "************************************\n"
+                                    "* Waiting for client to connect... *\n"
+                                    "************************************\n"))
+    assert d.verdict.status in ("unknown", "failure")
+    assert d.verdict.status != "ok"
+
+
+def test_explain_of_nothing_recognised_is_unknown():
+    d = diagnose.explain(parse_text("hello world\nthis is not a log of any RDMA tool\n"))
+    assert d.verdict.status == "unknown" and "recognised" in d.verdict.summary
+
+
+def test_a_failure_after_hundreds_of_healthy_runs_is_still_the_verdict():
+    healthy = (FIXTURES.parent / "tests" / "data" / "healthy-write-bw.log").read_text()
+    failing = "$ ib_write_bw -d mlx5_0 -s 1048576 192.0.2.1\n Couldn't allocate MR\n Couldn't create IB resources\n"
+    d = diagnose.explain(parse_text(healthy * 300 + failing))
+    assert d.verdict.status == "failure" and d.verdict.cause == "memlock-limit", d.verdict
+    assert any("run(s) beyond the" in note for note in d.notes)

@@ -1,0 +1,32 @@
+"""The layers of pyproject.toml's import-linter contract hold, and the contract does catch an import that
+runs back up (a copy of the package with one planted import must fail it)."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(cwd))
+    exe = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(exe), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_layers_are_kept():
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    shutil.copytree(ROOT / "rdmadoctor", tmp_path / "rdmadoctor",
+                    ignore=shutil.ignore_patterns("__pycache__", "_rules"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    model = tmp_path / "rdmadoctor" / "model.py"
+    model.write_text(model.read_text() + "\nfrom rdmadoctor.engine import evaluate  # planted\n")
+    proc = lint_imports(tmp_path)
+    assert proc.returncode != 0
+    assert "rdmadoctor.model is not allowed to import rdmadoctor.engine" in proc.stdout
