@@ -242,10 +242,15 @@ def serve(
     allow_perftest: bool = _option(False, "--allow-perftest",
                                         help="Let `rdmadoctor bench` start perftest servers here (allowlisted "
                                              "binaries and options only, one at a time)."),
+    share_privileged: bool = _option(False, "--share-privileged-facts",
+                                          help="Without a token, still answer with what only root can read "
+                                               "(firewall rules, kernel log); by default a token-less agent "
+                                               "answers only what any local user could read."),
 ) -> None:
     """Be the peer for `rdmadoctor check --peer` (facts, an rdma_cm listener) and, opted in, `rdmadoctor bench`."""
-    from rdmadoctor.agent import serve as agent_serve       # issue 5
-    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients, allow_perftest=allow_perftest))
+    from rdmadoctor.agent import serve as agent_serve
+    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients, allow_perftest=allow_perftest,
+                                      privileged_facts=share_privileged))
 
 
 @app.command()
@@ -257,7 +262,7 @@ def bench(
     device: Optional[str] = _option(None, "--ib-dev", "-d", metavar="DEV", help="RDMA device (both sides)."),
     gid_index: Optional[int] = _option(None, "--gid-index", "-x", callback=_within(0, 64), help="GID index (both sides)."),
     duration: Optional[int] = _option(None, "--duration", "-D", callback=_within(1, 600), help="Seconds per combination."),
-    iters: Optional[int] = _option(None, "--iters", "-n", callback=_within(5, None), help="Iterations per combination."),
+    iters: Optional[int] = _option(None, "--iters", "-n", callback=_within(5, 100_000_000), help="Iterations per combination."),
     agent_port: int = _option(18600, "--agent-port", callback=_within(1, 65535), help="The peer agent's TCP port (default 18600)."),
     token_file: Optional[Path] = _option(None, "--token-file", metavar="FILE", help="The agent's shared token."),
     link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE", help="Link rate to judge against."),
