@@ -105,6 +105,10 @@ def _stdout_closed() -> None:
         pass
 
 
+def _pipe_gone() -> None:
+    raise BrokenPipeError(32, "Broken pipe")
+
+
 def _write(path: Path, text: str) -> None:
     from rdmadoctor.runtime.files import write_private
     try:
@@ -130,7 +134,9 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
         else:
             from rich.console import Console
             from rdmadoctor.render import text
-            text.render(diagnosis, Console(highlight=False, soft_wrap=True), verbose=verbose)
+            console = Console(highlight=False, soft_wrap=True)
+            console.on_broken_pipe = _pipe_gone           # rich's own handler would exit 1
+            text.render(diagnosis, console, verbose=verbose)
             sys.stdout.flush()
             if html is not None:
                 _say(f"HTML report: {html}")
@@ -335,7 +341,7 @@ def bench(
     from rdmadoctor.probe import protocol as ap
     from rdmadoctor.bench import plan, results
     from rdmadoctor.bench import run as bench_run
-    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError
+    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError, BenchAgentInvalid
     try:
         common = {k: v for k, v in (("ib-dev", device), ("gid-index", gid_index), ("duration", duration),
                                     ("iters", iters)) if v is not None}
@@ -359,7 +365,7 @@ def bench(
     remote = AgentPeer(address, agent_port, token)
     try:
         remote.hello()
-    except BenchAgentError as exc:
+    except (BenchAgentError, BenchAgentInvalid) as exc:
         raise _fail_input(str(exc))
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -382,8 +388,11 @@ def bench(
                 f", {combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else "") + (
                 f" ({(combo.verdict or {}).get('cause')}: {(combo.verdict or {}).get('summary')})"
                 if combo.status != "ok" else ""), False)))
-        outcome = bench_run.run_sweep(specs, address, remote, rate, stop_on_failure, on_result=done)
-    outcome.facts = {"peer": remote.facts()}
+        try:
+            outcome = bench_run.run_sweep(specs, address, remote, rate, stop_on_failure, on_result=done)
+            outcome.facts = {"peer": remote.facts()}
+        except BenchAgentInvalid as exc:
+            raise _fail_input(str(exc))
     from rdmadoctor.collectors import collect_facts
     from rdmadoctor.collectors.base import CollectContext
     local = collect_facts(CollectContext(peer=address, sample_seconds=0))

@@ -3,8 +3,8 @@
     python tools/facts_schema.py            # regenerate from every recorded facts file, then review the diff
 
 The types are the ones the collectors write, read from every recorded facts document (fixtures/, tests/):
-each field of a section's data, each field of the objects in its lists, and one level below that (a field
-only ever seen as null is not checked). Every field may also be null (a collector writes null for what it could not read); fields and sections not seen
+each field of a section's data and of the objects and lists below it, six levels deep (a field
+only ever seen as null is not checked). Every field (not every list item) may also be null (a collector writes null for what it could not read); fields and sections not seen
 are allowed (a newer rdmadoctor may add them: additive changes keep `rdmadoctor-facts/1`). What it
 catches is a value of the wrong kind where the views expect a list, an object, a number or a string.
 """
@@ -17,7 +17,7 @@ from typing import Any, Dict, Set
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rdmadoctor" / "schemas" / "facts.schema.json"
-DEPTH = 3           # below a section's data: field, list item / object field, and one more level
+DEPTH = 6           # below a section's data: lists of objects of lists (devices[].ports[].gids[].gid)
 
 
 def kind(value: Any) -> str:
@@ -51,15 +51,16 @@ class Node:
                     self.items = Node()
                 self.items.add(v, depth - 1)
 
-    def schema(self, open_keys: bool = False) -> Dict[str, Any]:
+    def schema(self, open_keys: bool = False, item: bool = False) -> Dict[str, Any]:
         if self.kinds <= {"null"}:
             return {}                   # only ever seen empty: its kind is not known, so it is not checked
-        kinds = sorted(self.kinds | {"null"})
+        # a field may be null (not read); an item of a list is null only where one was seen
+        kinds = sorted(self.kinds if item else self.kinds | {"null"})
         out: Dict[str, Any] = {"type": kinds if len(kinds) > 1 else kinds[0]}
         if "object" in self.kinds and self.fields and not open_keys:
             out["properties"] = {k: n.schema(open_keys=k in OPEN_MAPS) for k, n in sorted(self.fields.items())}
         if "array" in self.kinds and self.items is not None:
-            out["items"] = self.items.schema()
+            out["items"] = self.items.schema(item=True)
         return out
 
 
