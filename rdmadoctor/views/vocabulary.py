@@ -26,8 +26,8 @@ _FIREWALL_VERDICT = {
     "trail": [{"at": "where in the ruleset", "chain": "the chain", "verdict": "what that step decided"}],
 }
 _LISTENER = {"port": "TCP port", "ip": "the address it listens on", "family": "4 | 6",
-             "process": "the program's name", "pid": "its process id", "user": "its user",
-             "cmdline": ["an argument of its command line"]}
+             "process": "the program's name", "pid": "its process id (this host only, when visible)",
+             "user": "its user (this host only, when visible)"}
 
 HOST: Dict[str, Any] = {
     "readable": {"*": "True when that facts section (devices, kernel, netlink, limits, firewall, ports, pci, "
