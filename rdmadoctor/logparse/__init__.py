@@ -75,7 +75,8 @@ class _Source:
         items = self.classify(line)
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
-        structural = [i for i in items if i.kind not in ("text", "message")]
+        # two bare integers (a cut result row) do not show that perftest is the program talking
+        structural = [i for i in items if i.kind not in ("text", "message", "cut_row")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
         elif _may_name_a_tool(line):

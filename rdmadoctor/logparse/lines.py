@@ -53,6 +53,8 @@ _BANNER_RE = re.compile(r"Waiting\s+for\s+client\s+(?:rdma_cm\s+QP\s+)?to\s+conn
 _BOX_RE = re.compile(r"^[\s\-=*_#~]*$")
 _NUMBER = r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|-?nan|-?inf)"
 _NUMBERS_RE = re.compile(r"^\s*\d+(?:\s+" + _NUMBER + r"){2,}\s*$", re.IGNORECASE)
+# Two integers alone: a bandwidth row cut after #bytes and #iterations (runs.py decides whether it is one)
+_CUT_ROW_RE = re.compile(r"^\s*\d+\s+\d+\s*$")
 _DASHES_RE = re.compile(r"-{20,}|\*{20,}")
 _SIDE_WORDS = re.compile(r"[A-Za-z][\w.-]*|\d[\w.:-]*")
 _SIDE_FILLER = frozenset("side log logs output out host node machine terminal console on the a b stdout stderr "
@@ -88,7 +90,7 @@ class Item(NamedTuple):
     """One thing a line holds. A named tuple: built for every interesting line, and a frozen dataclass
     costs 5x more to build."""
     kind: str       # command | side_label | banner | box | test_name | header | address | gid |
-                    # result_header | numbers | message | text
+                    # result_header | numbers | cut_row | message | text
     data: Any
     column: int = 0
 
@@ -168,6 +170,8 @@ class LineClassifier:
         if first.isdigit():
             if _NUMBERS_RE.match(stripped):
                 return (Item("numbers", tuple(stripped.split())),)
+            if _CUT_ROW_RE.match(stripped):
+                return (Item("cut_row", tuple(stripped.split())),)
         elif first in "lrLRgG":
             single = self._single_structural(stripped)
             if single is not None:

@@ -48,7 +48,7 @@ class RunBuilder:
         self.partner: Optional[Run] = None
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in
                           ("side_label", "command", "banner", "test_name", "header", "address", "gid",
-                           "result_header", "numbers", "message")}
+                           "result_header", "numbers", "cut_row", "message")}
 
     # -- run lifecycle ---------------------------------------------------------------------------
     def _has_content(self, run: Run) -> bool:
@@ -247,6 +247,17 @@ class RunBuilder:
             names = _ROW_COLUMNS[self.result_kind]
             run.results.append(ResultRow(line=number, kind=self.result_kind, size=size, iterations=iterations,
                                          values={n: _number(v) for n, v in zip(names, row[2:])}, unit=unit))
+        run.last_line = number
+
+    def _on_cut_row(self, number: int, item: Item, inline_side) -> None:
+        """#bytes and #iterations alone, right under a bandwidth table's titles: a row cut short by the paste.
+        perftest prints a row with one printf (REPORT_FMT in src/perftest_parameters.h), so the row was printed."""
+        run = self.current
+        if run is None or self.result_kind != "bw" or run.results or run.result_header_line is None:
+            return
+        size, iterations = (int(v) for v in item.data)
+        run.results.append(ResultRow(line=number, kind="bw", size=size, iterations=iterations, values={},
+                                     unit=self.result_unit))
         run.last_line = number
 
     def _on_message(self, number: int, item: Item, inline_side) -> None:
