@@ -202,6 +202,8 @@ def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence
     """The line a feature rests on: its own line, the best result row, or where the output ends."""
     if isinstance(value, dict) and "line" in value:
         line, note = value["line"], None
+    elif getattr(value, "line", None) is not None:        # a value that knows the line it was read from
+        line, note = value.line, f"{name} = {value}"
     elif name in ("bw_fraction", "bw_gbps") and features.feature(run, "bw_row", scope.ctx) is not None:
         line = features.feature(run, "bw_row", scope.ctx).line
         note = f"{value * 100:.0f}% of line rate" if name == "bw_fraction" else f"{value:.1f} Gb/s"

@@ -14,6 +14,8 @@ from rdmadoctor.logparse import catalog
 from rdmadoctor.model import Run
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.views.params import real_rows
+from rdmadoctor.views import completions, prompt
+from rdmadoctor.views.completions import completion
 
 _PRINTABLE = set(string.hexdigits + ":")
 
@@ -115,19 +117,6 @@ def bw_fraction(run: Run, ctx) -> Optional[float]:
     return bw / rate
 
 
-def completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
-    """The first completion error: status, name, wr_id, syndrome and the scnt/ccnt that followed."""
-    for i, m in enumerate(run.messages):
-        if m.id == "T01S":
-            info = {"status": int(m.fields["status"]), "name": m.fields.get("status_name"),
-                    "wr_id": m.fields.get("wr_id"), "syndrome": m.fields.get("syndrome"), "line": m.line}
-            for follow in run.messages[i + 1:i + 3]:
-                if follow.id == "T01C":
-                    info.update({k: int(v) for k, v in follow.fields.items() if k in ("scnt", "ccnt", "rcnt")})
-            return info
-    return None
-
-
 def local_gid_family(run: Run, ctx) -> Optional[str]:
     for a in run.addresses:
         if a.role == "local" and a.gid:
@@ -161,12 +150,14 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
                             local_gid_family, sizes_before_error, named_device_listed, generation)
 }
+FEATURES.update(completions.FEATURES)
+FEATURES.update(prompt.FEATURES)
 
 
 # The names inside a feature that is a record, for templates ({run.garbage_row.ascii}).
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "garbage_row": ("line", "size", "iterations", "ascii"),
-    "completion": ("status", "name", "wr_id", "syndrome", "line", "scnt", "ccnt", "rcnt"),
+    "completion": completions.COMPLETION_FIELDS,
     "bw_row": ("line", "kind", "size", "iterations", "values", "unit"),
     "generation": ("low", "high", "clues", "known", "consistent"),
 }
