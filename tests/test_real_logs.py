@@ -36,6 +36,10 @@ KNOWN_MISSES = {
         "'Did not detect devices' only says libibverbs listed no device; from this log alone rdmadoctor stays "
         "'unknown' and lists userspace-kernel-mismatch among the candidates (with `check` facts it can tell); the "
         "thread established an old rdma-core in the container"),
+    "perftest-perftest-393-grh-required-rtr": (
+        "only 'Failed to modify QP N to RTR' twice, without header, command line or device: the port's "
+        "IBV_QPF_GRH_REQUIRED (which perftest ignores) is not in the paste, so rdmadoctor stays 'unknown' with "
+        "the RTR candidates; with the header (Link type IB, no -x) PT-RTR-IB-NO-GRH names perftest-bug first"),
 }
 
 
