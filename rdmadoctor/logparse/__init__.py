@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Tuple
 
 from rdmadoctor.logparse import catalog, producers
+from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import SourceReader
@@ -98,6 +99,12 @@ class _Source:
     def _route(self, number: int, match) -> bool:
         """Hand a message to another producer's run; False when it stays with perftest's."""
         producer = match.pattern.producer
+        if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
+            # an error or warning perftest shares with rdma-core, printed inside another program's run, is that
+            # program's (or its libraries') message; a device listing's lines keep perftest's id (V10)
+            shared = shared_words.equivalent(match)
+            if shared is not None:
+                match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))

@@ -66,6 +66,10 @@ _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
 # A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
 _PREFIX = re.compile(r"^\s*(?:[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*)?"
                      r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
+# the producers whose command lines are recognised inside quotes (rdma-core's and libfabric's test programs, which
+# test harnesses run and log)
+_QUOTABLE = ("verbs", "libfabric")
+_QUOTED = re.compile(r".*(?P<quote>['\"`])")
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
 
 # Environment variables that configure the RDMA stack and the libraries on it.
@@ -103,11 +107,19 @@ def _side(tool: Tool, options: Dict[str, object], host: Optional[str]) -> Option
 def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]]:
     """(tool name, tool, argv, options, host, command text) when `text` holds one of TOOLS' command lines."""
     m = _TOOL_RE.search(text)
-    if not m or not _PREFIX.match(text[:m.start()]):
+    if not m:
         return None
+    prefix, rest = text[:m.start()], text[m.end():]
+    if not _PREFIX.match(prefix):
+        # a command a test harness or a script quotes ("Running 'timeout 2m rping -c -a ...'"): what follows
+        # the last opening quote must be a command's start, and the command ends at the closing quote
+        quoted = _QUOTED.match(prefix)
+        if not quoted or not _PREFIX.match(prefix[quoted.end():]) or \
+                TOOLS[m.group("tool")].producer not in _QUOTABLE:
+            return None
+        rest = rest.split(quoted.group("quote"), 1)[0]
     name = m.group("tool")
     tool = TOOLS[name]
-    rest = text[m.end():]
     try:
         tokens = shlex.split(rest, posix=True)
     except ValueError:
@@ -133,7 +145,7 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         host = options["-a"]
     if tool.side == "cmatose" and isinstance(options.get("-s"), str):
         host = options["-s"]
-    return name, tool, argv, options, host, text[m.start("tool"):].strip()
+    return name, tool, argv, options, host, (text[m.start("tool"):m.end()] + rest).strip()
 
 
 class ProducerRuns:

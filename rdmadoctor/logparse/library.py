@@ -1,0 +1,35 @@
+"""Lines that perftest and rdma-core both print, read in the context of the program that printed them.
+
+perftest prints several strings that libibverbs, librdmacm and the rdma-core example programs print too
+("No IB devices found", "Failed to modify QP to RTS", "cma event %s, error %d", the libibverbs provider
+warnings, `hca_id:`). The catalogue gives such a line perftest's id (perftest's catalogue wins a tie), which is
+right inside a perftest run. When another program's run is open (an `ibv_rc_pingpong`, `rping`, `ibv_devinfo`,
+`fi_pingpong` or `mpirun` command line came before it), the line is that program's or its libraries' words:
+`equivalent` gives the rdma-core catalogue's (knowledge/messages/verbs.toml) reading of the same text.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from rdmadoctor.logparse import catalog
+
+# the catalogue whose entries are rdma-core's own words (libibverbs, librdmacm, their example programs)
+LIBRARY = "verbs"
+# how much of perftest's match the rdma-core reading may leave out at either end (a prefix, a colon)
+_SLACK = 3
+
+
+@lru_cache(maxsize=1)
+def _library_catalog() -> catalog.Catalog:
+    return catalog.Catalog([p for p in catalog.load().patterns if p.producer == LIBRARY])
+
+
+def equivalent(match: catalog.Match) -> Optional[catalog.Match]:
+    """rdma-core's reading of a line perftest's catalogue matched, when rdma-core prints the same words."""
+    text = match.text
+    found = _library_catalog().find(text)
+    for m in found:
+        if m.start <= _SLACK and m.end >= len(text.rstrip()) - _SLACK:
+            return catalog.Match(m.pattern, match.start + m.start, match.start + m.end, m.text, dict(m.fields))
+    return None
