@@ -1,7 +1,7 @@
 """The small interpreter of a rule's `when`: declarative conditions, never `eval`.
 
     { all = [..] } { any = [..] } { not = {..} }
-    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any",
+    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any|input",
       fields = { name = value | [values] } }
     { differ = "num_qps" }                          both sides show the parameter, with different values
     { param = "size", of = "client", op = ">", versus = "server" | value = 65536 }
@@ -65,6 +65,8 @@ class Scope:
             return [self.server] if self.server else []
         if which == "client":
             return [self.client] if self.client else []
+        if which == "input":                 # every run of the input, of any producer (a kernel line, a listing)
+            return list(self.ctx.get("runs") or self.runs)
         if which == "any":
             if self.server is not None or self.client is not None:
                 return [r for r in (self.server, self.client) if r is not None]

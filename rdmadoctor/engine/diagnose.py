@@ -66,11 +66,15 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
 
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
-    a kernel log) is a facts view the rules can read, as they read check's."""
+    a kernel log) is a facts view the rules can read, as they read check's; the facts rules written for a paste's
+    partial facts (`paste = true`) judge it too."""
     from rdmadoctor.views import factview
     table = table if table is not None else rule_table.load()
     ctx = context(parsed, link_rate_gbps, factview.build(parsed.facts) if parsed.facts else None)
-    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, table.of_scope(*LOG_SCOPES)), table)
+    rules = table.of_scope(*LOG_SCOPES)
+    if parsed.facts:
+        rules += tuple(r for r in table.of_scope("facts") if r.paste)
+    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
     return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps)

@@ -2,11 +2,14 @@
 
 Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
 ctx); on a run, a name is first a parameter (rdmadoctor.params), then a feature
-(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), default:<text>.
+(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option),
+errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection timed out), default:<text>.
 """
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
 from typing import Any, Dict
 
@@ -17,7 +20,7 @@ from rdmadoctor.model import Run
 
 FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
-FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option")
+FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option", "errno", "strerror")
 RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
@@ -85,7 +88,19 @@ def _apply(value: Any, name: str, arg: str) -> Any:
         return value
     if name == "option":          # a negotiated field name (X09) -> the option that sets it
         return NEGOTIATED_FIELDS.get(str(value), str(value))
+    if name in ("errno", "strerror"):   # -110 or 110 -> ETIMEDOUT / "Connection timed out" (Linux numbering)
+        return _errno_text(value, name)
     raise ValueError(f"unknown template filter {name}")
+
+
+def _errno_text(value: Any, name: str) -> str:
+    try:
+        number = abs(int(str(value).strip(), 0))
+    except ValueError:
+        return str(value)
+    if name == "errno":
+        return errno.errorcode.get(number, f"errno {number}")
+    return os.strerror(number)
 
 
 def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:

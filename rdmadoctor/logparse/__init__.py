@@ -15,6 +15,7 @@ from typing import BinaryIO, Dict, Iterable, List, Tuple
 
 from rdmadoctor.logparse import catalog, producers
 from rdmadoctor.logparse import library as shared_words
+from rdmadoctor.logparse import pasted, rows
 from rdmadoctor.logparse.lines import LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import SourceReader
@@ -52,7 +53,8 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         sources.append(reader.text)
     runs = _attach_commands(runs)
     _complete_sides(runs)
-    return ParsedLog(runs=runs, sources=sources)
+    # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
+    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]))
 
 
 # Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the
@@ -76,6 +78,10 @@ class _Source:
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
         if not items:
+            row = rows.result_row(line)
+            if row is not None:                # a fabtests result row: it has no word the catalogue keys on
+                self._route(number, row)
+                return
             command = producers.parse_command(line) if _may_name_a_tool(line) else None
             if command is not None:
                 self.others.command(number, command)
@@ -102,7 +108,7 @@ class _Source:
         if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
             # an error or warning perftest shares with rdma-core, printed inside another program's run, is that
             # program's (or its libraries') message; a device listing's lines keep perftest's id (V10)
-            shared = shared_words.equivalent(match)
+            shared = shared_words.equivalent(match, self.active)
             if shared is not None:
                 match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")

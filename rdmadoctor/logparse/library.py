@@ -5,7 +5,8 @@ perftest prints several strings that libibverbs, librdmacm and the rdma-core exa
 warnings, `hca_id:`). The catalogue gives such a line perftest's id (perftest's catalogue wins a tie), which is
 right inside a perftest run. When another program's run is open (an `ibv_rc_pingpong`, `rping`, `ibv_devinfo`,
 `fi_pingpong` or `mpirun` command line came before it), the line is that program's or its libraries' words:
-`equivalent` gives the rdma-core catalogue's (knowledge/messages/verbs.toml) reading of the same text.
+`equivalent` gives that program's catalogue's reading of the same text, else rdma-core's
+(knowledge/messages/verbs.toml).
 """
 from __future__ import annotations
 
@@ -20,16 +21,19 @@ LIBRARY = "verbs"
 _SLACK = 3
 
 
-@lru_cache(maxsize=1)
-def _library_catalog() -> catalog.Catalog:
-    return catalog.Catalog([p for p in catalog.load().patterns if p.producer == LIBRARY])
+@lru_cache(maxsize=16)
+def _catalog_of(producer: str) -> catalog.Catalog:
+    return catalog.Catalog([p for p in catalog.load().patterns if p.producer == producer])
 
 
-def equivalent(match: catalog.Match) -> Optional[catalog.Match]:
-    """rdma-core's reading of a line perftest's catalogue matched, when rdma-core prints the same words."""
+def equivalent(match: catalog.Match, active: str) -> Optional[catalog.Match]:
+    """The `active` producer's (else rdma-core's) reading of a line perftest's catalogue matched, when that
+    catalogue has the same words."""
     text = match.text
-    found = _library_catalog().find(text)
-    for m in found:
-        if m.start <= _SLACK and m.end >= len(text.rstrip()) - _SLACK:
-            return catalog.Match(m.pattern, match.start + m.start, match.start + m.end, m.text, dict(m.fields))
+    for producer in dict.fromkeys((active, LIBRARY)):
+        if producer == "perftest":
+            continue
+        for m in _catalog_of(producer).find(text):
+            if m.start <= _SLACK and m.end >= len(text.rstrip()) - _SLACK:
+                return catalog.Match(m.pattern, match.start + m.start, match.start + m.end, m.text, dict(m.fields))
     return None

@@ -59,7 +59,7 @@ TOOLS: Dict[str, Tool] = {
                     "alltoall_perf", "sendrecv_perf", "gather_perf", "scatter_perf", "hypercube_perf")},
 }
 TOOL_WORDS = frozenset(TOOLS)
-_TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
+_TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./*-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
                       r")(?=\s|$|;|\|)")
 _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
 # What may stand before a command on its line: a shell prompt, wrappers, their options, VAR=value settings.
