@@ -66,7 +66,7 @@ class _Checker:
         if rule.producer is not None and rule.scope not in LOG_SCOPES:
             self.error(rule, "producer applies to the log scopes (run, pair, input)")
         if rule.paste and rule.scope != "facts":
-            self.error(rule, "paste applies to facts rules (scope facts): they then also judge a paste's facts")
+            self.error(rule, "paste applies to facts rules (scope facts): they then judge a paste's facts")
         if rule.probe_rung is not None and rule.probe_rung not in RUNG_NAMES.values():
             self.error(rule, f"probe_rung {rule.probe_rung!r} is not a rung of the --peer ladder "
                              f"({', '.join(RUNG_NAMES.values())})")

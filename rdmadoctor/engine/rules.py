@@ -3,7 +3,8 @@ executed.
 
 One rule is one unit, read in one place: what it matches (`when`), what it means (`why`), the fix, the
 references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope (a facts rule
-with `paste = true` also judges the facts a pasted log shows), the findings it explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
+with `paste = true` judges the facts a pasted log shows, in explain, instead of check's), the findings it
+explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
 Every name a rule uses is checked when the table loads (engine/names.py): an unknown message, feature,
 parameter, option, fact, cause slug, rung or template name is refused with the rule id and its file.
 """
@@ -68,7 +69,7 @@ class Rule:
     doc: str = ""
     priority: int = 0                 # breaks ties between equally ranked causes: higher first
     fallback: bool = False            # tried last, on the messages no other finding cites
-    paste: bool = False               # a facts rule that also judges the facts a pasted log shows (explain)
+    paste: bool = False               # a facts rule for the facts a pasted log shows (explain), not check's
     case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
     zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
     file: str = field(default="", compare=False)

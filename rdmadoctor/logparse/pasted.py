@@ -284,6 +284,8 @@ def facts_of(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
     for dev in listing.devices.values():
         ports = [dev["ports"][n] for n in sorted(dev["ports"])]
         for p in ports:
+            if p["link_layer"] is None and any(g.get("ipv4") for g in p["gids"] or []):
+                p["link_layer"] = "Ethernet"        # IPv4-mapped GIDs exist only on RoCE ports
             p["named"] = (dev["name"] in named) if named else None
             picked = [g for g in p["gids"] or [] if g["index"] in chosen] if len(chosen) == 1 else []
             p["gid_selected"] = picked[0] if picked else None

@@ -178,3 +178,4 @@ def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     if key not in cache:
         cache[key] = FEATURES[name](run, ctx)
     return cache[key]
+from rdmadoctor.views import stackfeatures  # noqa: E402,F401  (rdma-core tools and GPU memory: registers its features)
