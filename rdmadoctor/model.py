@@ -31,6 +31,8 @@ class Evidence:
     text: str                        # the line as printed (or the fact, rendered)
     line: Optional[int] = None       # 1-based line number in `source`, for log lines
     note: Optional[str] = None       # what this evidence shows, when the text alone does not say
+    name: Optional[str] = None       # for a fact: its name in the facts view ("memlock.soft")
+    value: Any = None                # for a fact: its value, as a JSON value (number, string, bool, list, null)
 
 
 @dataclass
@@ -128,6 +130,7 @@ class SourceText:
     bytes_read: int = 0
     decode_errors: int = 0
     flattened: int = 0               # lines that were split because a paste had joined them
+    runs_dropped: int = 0            # runs beyond the kept maximum (a failing run is always kept)
 
 
 @dataclass

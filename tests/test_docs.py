@@ -11,3 +11,9 @@ def test_generated_pages_are_current():
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gendocs.py"), "--check"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_man_pages_are_current():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "genman.py"), "--check"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

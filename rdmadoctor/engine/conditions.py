@@ -18,6 +18,7 @@ rule's templates: `message`, `param`, `fact`.
 """
 from __future__ import annotations
 
+import json
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -251,6 +252,22 @@ def _setting(cond: Dict[str, Any], scope: Scope) -> bool:
     return False
 
 
+def shown(value: Any) -> str:
+    """A fact's value as a person reads it: JSON for everything but plain text (no Python reprs)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def fact_evidence(name: str, value: Any, label: str = "") -> Evidence:
+    """Evidence for a fact, with its name and typed value (JSON) beside the sentence."""
+    typed = value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else str(value)
+    return Evidence("facts", f"{label} {name} = {shown(value)}".strip(), None, name=name, value=typed)
+
+
 def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
     view = scope.ctx.get("facts_view")
     if view is None:
@@ -259,7 +276,7 @@ def _fact(cond: Dict[str, Any], scope: Scope) -> bool:
     ok = _compare(value, cond.get("op"), cond.get("value"))
     if ok:
         scope.bound.setdefault("fact", value)
-        scope.evidence.append(Evidence("facts", f"{cond['fact']} = {value!r}", None))
+        scope.evidence.append(fact_evidence(cond["fact"], value))
     return ok
 
 
@@ -270,7 +287,7 @@ def _item(cond: Dict[str, Any], scope: Scope) -> bool:
     ok = _compare(value, cond.get("op"), cond.get("value"))
     if ok:
         label = scope.item.get("label") or scope.item.get("name") or ""
-        scope.evidence.append(Evidence("facts", f"{label} {cond['item']} = {value!r}".strip(), None))
+        scope.evidence.append(fact_evidence(cond["item"], value, label))
     return ok
 
 

@@ -53,9 +53,9 @@ def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
 
 
 def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
-            facts_view: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+            facts_view: Optional[Dict[str, Any]] = None, lang: Optional[str] = None) -> Dict[str, Any]:
     ctx: Dict[str, Any] = {"sources": parsed.sources if parsed else [], "runs": parsed.runs if parsed else [],
-                           "public": {}}
+                           "public": {}, "lang": lang}
     if link_rate_gbps:
         ctx["link_rate_gbps"] = link_rate_gbps
         ctx["public"]["link_rate"] = f"{link_rate_gbps:g} Gb/s"
@@ -64,34 +64,38 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
     return ctx
 
 
-def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None) -> Diagnosis:
+def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
+            lang: Optional[str] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
     a kernel log) is a facts view the rules can read, as they read check's; the facts rules written for a paste's
     partial facts (`paste = true`) judge it."""
     from rdmadoctor.views import factview
     table = table if table is not None else rule_table.load()
-    ctx = context(parsed, link_rate_gbps, factview.build(parsed.facts) if parsed.facts else None)
+    ctx = context(parsed, link_rate_gbps, factview.build(parsed.facts) if parsed.facts else None, lang)
     rules = table.of_scope(*LOG_SCOPES)
     if parsed.facts:
         rules += tuple(r for r in table.of_scope("facts") if r.paste)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
-    return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
+    notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
+             "kept were not examined one by one (a run that failed is always kept)" for s in parsed.sources
+             if s.runs_dropped]
+    return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings, notes=notes,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps)
 
 
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None,
-          table: Optional[Table] = None) -> Diagnosis:
+          table: Optional[Table] = None, lang: Optional[str] = None) -> Diagnosis:
     """Host facts (and optionally a perftest log from this host) -> findings on the ladder, one verdict."""
     from rdmadoctor.views import factview
     table = table if table is not None else rule_table.load()
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
-    ctx = context(parsed, facts_view=view)
+    ctx = context(parsed, facts_view=view, lang=lang)
     # the facts rules written for a paste's partial facts (`paste = true`) are explain's; check has the host's own
     rules = tuple(r for r in table.of_scope(*LOG_SCOPES, "facts") if not r.paste)
     findings = evaluate.rank(evaluate.find(runs, ctx, rules), table)
-    ladders = ladder.build(findings, view, peer)
+    ladders = ladder.build(findings, view, peer, lang)
     findings = evaluate.rank(findings, table)
     verdict = pick_verdict(findings, runs, ctx, ladders)
     notes = [f"could not read {name}: {reason}" for name, reason in view["reasons"].items()
@@ -123,7 +127,8 @@ def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str,
     return out
 
 
-def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None) -> Diagnosis:
+def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
+                  lang: Optional[str] = None) -> Diagnosis:
     """A failed bench combination explained from its two logs, once: the diagnosis is kept on the combination
     (the sweep's progress line and the final report share it) and its verdict goes into the saved results."""
     import io
@@ -133,7 +138,7 @@ def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional
         return cached
     parsed = parse_streams([(f"{combo.label} server.log", io.BytesIO(combo.server_log.encode())),
                             (f"{combo.label} client.log", io.BytesIO(combo.client_log.encode()))])
-    diagnosis = explain(parsed, link_rate_gbps, table)
+    diagnosis = explain(parsed, link_rate_gbps, table, lang)
     combo._diagnosis = diagnosis
     combo._parsed = parsed
     if combo.status != "ok" and combo.verdict is None:
@@ -142,7 +147,8 @@ def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional
 
 
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
-          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10, table: Optional[Table] = None) -> Diagnosis:
+          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10, table: Optional[Table] = None,
+          lang: Optional[str] = None) -> Diagnosis:
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
     link rate attributed with the hosts' facts, regressions against an earlier sweep."""
     from rdmadoctor.views import factview
@@ -157,7 +163,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     for combo in result.results:
         if combo.status == "ok" or not (combo.client_log or combo.server_log):
             continue
-        diagnosis = explain_combo(combo, rate, table)
+        diagnosis = explain_combo(combo, rate, table, lang)
         parsed = combo._parsed
         findings += [dataclasses.replace(f, title=f"[{combo.label}] {f.title}", key=f"{combo.label}|{f.key}",
                                          explained_by=None) for f in diagnosis.findings]
@@ -182,7 +188,7 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
                                      if c.status != "ok" and not (c.client_log or c.server_log)],
                      "memlock": memlock_short,
                      "done": len(result.results), "interrupted": result.interrupted}
-    ctx = context(None, facts_view=view)
+    ctx = context(None, facts_view=view, lang=lang)
     ctx["public"]["link_rate"] = f"{rate:g} Gb/s" if rate else "unknown"
     table = table if table is not None else rule_table.load()
     findings = evaluate.rank(findings + evaluate.find([], ctx, table.of_scope("bench")), table)

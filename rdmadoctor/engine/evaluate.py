@@ -7,7 +7,7 @@ symptoms are left, the verdict says so (`unknown`) and names the candidates and 
 """
 from __future__ import annotations
 
-import shlex
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rdmadoctor.engine import conditions, rules as rule_table, template
@@ -59,7 +59,9 @@ def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable
 
 
 def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Optional[str]:
-    """The side's own command line with the options set as the rule says ("--qp=10")."""
+    """The side's own command line with the options set as the rule says ("--qp=10"), every word shell-quoted:
+    pasted into a POSIX shell it runs exactly these words, whatever the log held (`--ib-dev=mlx5_1;id`,
+    backticks, `$(...)`). The result is template.Quoted, so a fix text inserts it as it is."""
     run: Optional[Run] = bindings.get(spec.get("run", "run"))
     settings = {name: template.render(str(value), bindings, ctx) for name, value in spec.get("set", {}).items()}
     remove = set(spec.get("remove", []))
@@ -69,16 +71,18 @@ def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, A
     if tool is None:
         other = bindings.get("other") or bindings.get("client") or bindings.get("server")
         tool = other.tool if other is not None and other.tool else "ib_write_bw"
+    words = [tool]
     if run is not None and run.command:
-        kept = _strip_options(run.command.argv[1:], set(settings) | remove)
-        words = [tool] + kept
-    else:
-        words = [tool, "<same options as before>"]
+        words += _strip_options(run.command.argv[1:], set(settings) | remove)
     for name, value in settings.items():
         if value in ("", "off", "false", "False"):
             continue
         words.append(f"--{name}" if value in ("on", "true", "True") else f"--{name}={value}")
-    return " ".join(words)
+    command = template.shell_words(words)
+    if run is None or not run.command:         # the options are not known: say so beside the command
+        head, _, rest = command.partition(" ")
+        command = template.Quoted(f"{head} <same options as before>" + (f" {rest}" if rest else ""))
+    return command
 
 
 def _strip_options(argv: List[str], names: set) -> List[str]:
@@ -107,7 +111,7 @@ def _strip_options(argv: List[str], names: set) -> List[str]:
             continue
         out.append(tok)
         i += 1
-    return [shlex.quote(t) if " " in t else t for t in out]
+    return out
 
 
 def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
@@ -120,23 +124,49 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     }
     if rule.fix_command:
         bindings["fix_command"] = fix_command(rule.fix_command, bindings, ctx)
+    lang = ctx.get("lang")
+
     def render(text: str) -> str:
         return reflow(template.render(text, bindings, ctx))
+
+    def render_fix(text: str) -> str:
+        # the parts between backticks are commands: their values are shell-quoted
+        parts = text.split("`")
+        if len(parts) % 2 == 0:
+            return render(text)
+        return reflow("`".join(template.render(part, bindings, ctx, shell=i % 2 == 1)
+                               for i, part in enumerate(parts)))
     evidence: List[Evidence] = []
     for e in scope.evidence:
         if e not in evidence:
             evidence.append(e)
     evidence.sort(key=lambda e: (e.source, e.line or 0))
     key = render(rule.key) if rule.key else _default_key(scope)
-    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
-                   explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
-                   confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
-                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.text("title", lang)),
+                   explanation=render(rule.text("why", lang)).strip(), evidence=evidence,
+                   fix=[render_fix(f) for f in rule.text("fix", lang)], confidence=rule.confidence, kind=rule.kind,
+                   candidates=list(rule.candidates), next_steps=[render_fix(s) for s in rule.text("next_steps", lang)],
+                   refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+
+
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def _join(lines: List[str]) -> str:
+    """Lines of one paragraph joined: with a blank, but none between two Chinese characters."""
+    out = ""
+    for line in (" ".join(piece.split()) for piece in lines):
+        if not line:
+            continue
+        if out and not (_CJK.match(out[-1]) and _CJK.match(line[0])):
+            out += " "
+        out += line
+    return out
 
 
 def reflow(text: str) -> str:
     """A TOML multi-line string reads as wrapped prose: join its lines, keep its paragraphs."""
-    paragraphs = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    paragraphs = [_join(p.split("\n")) for p in text.strip().split("\n\n")]
     return "\n\n".join(p for p in paragraphs if p)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Evidence, Finding, Rung
 from rdmadoctor.views.probeview import RUNG_NAMES
 
@@ -84,7 +85,7 @@ PASSED: Dict[str, Callable[[Dict[str, Any]], str]] = {
     "device": _devices,
     "driver": lambda view: "ib_uverbs loaded; /dev/infiniband usable",
     "port": lambda view: ", ".join(f"{p['label']} {p['state']}" for p in view.get("ports", [])),
-    "address": lambda view: ", ".join(f"{p['label']}: {', '.join(p['ipv4_gids']) or 'IB'}"
+    "address": lambda view: ", ".join(f"{p['label']}: {', '.join(str(g) for g in p['ipv4_gids'] if g) or 'IB'}"
                                       for p in view.get("ports", [])),
     "route": _route,
     "connection": lambda view: "perftest's port is free",
@@ -121,15 +122,16 @@ def _host_rung(name: str, title: str, needs: Tuple[str, ...], blocker: Optional[
     return Rung(name, title, "passed", detail, evidence=[Evidence("facts", detail)])
 
 
-def host(findings: List[Finding], view: Dict[str, Any], peer: Optional[str]) -> List[Rung]:
+def host(findings: List[Finding], view: Dict[str, Any], peer: Optional[str], lang: Optional[str] = None) -> List[Rung]:
     by_rung: Dict[str, List[Finding]] = {}
     for f in findings:
         if f.rung and not on_probe_ladder(f):
             by_rung.setdefault(f.rung, []).append(f)
     states: Dict[str, Rung] = {}
-    for name, title, needs, depends in HOST_LADDER:
+    for name, _, needs, depends in HOST_LADDER:
         blocker = states.get(depends) if depends else None
-        states[name] = _host_rung(name, title, needs, blocker, by_rung.get(name, []), by_rung, view, peer)
+        states[name] = _host_rung(name, say(f"rung-{name}", lang), needs, blocker, by_rung.get(name, []), by_rung,
+                                  view, peer)
     return list(states.values())
 
 
@@ -180,7 +182,7 @@ def probe(findings: List[Finding], view: Dict[str, Any]) -> Tuple[List[Rung], Op
     return out, top
 
 
-def build(findings: List[Finding], view: Dict[str, Any], peer: Optional[str]) -> Ladders:
-    host_rungs = host(findings, view, peer)          # first: it folds findings of skipped rungs
+def build(findings: List[Finding], view: Dict[str, Any], peer: Optional[str], lang: Optional[str] = None) -> Ladders:
+    host_rungs = host(findings, view, peer, lang)    # first: it folds findings of skipped rungs
     probe_rungs, top = probe(findings, view)
     return Ladders(host_rungs, probe_rungs, top)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
+from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Finding, Run, Verdict
 from rdmadoctor.views import features
 
@@ -35,28 +36,28 @@ def _symptoms(symptoms: List[Finding], status: str, suffix: str = "") -> Verdict
     return Verdict(status, "unknown", s.rule, s.title + suffix, None, None, candidates, steps)
 
 
-def _from_ladders(ladders: Ladders, findings: List[Finding]) -> Optional[Verdict]:
+def _from_ladders(ladders: Ladders, findings: List[Finding], lang: Optional[str]) -> Optional[Verdict]:
     failed = next((r for r in ladders.host if r.state == "failed"), None)
     if failed is not None:
         top = next((f for f in findings if f.rung == failed.name and f.severity == "fail"
                     and f.explained_by is None and not on_probe_ladder(f)), None)
         if top is not None and top.kind == "cause":
             return _of(top, "failure")
-        return _from_findings(findings)      # a symptom's rung: unknown, with its candidates
+        return _from_findings(findings, lang)      # a symptom's rung: unknown, with its candidates
     failed = next((r for r in ladders.probe if r.state == "failed"), None)
     if failed is None:
         return None
     top = ladders.probe_top
     if top is not None and top.kind == "cause" and top.explained_by is None:
         return _of(top, "failure")
-    said = _from_findings(findings)
+    said = _from_findings(findings, lang)
     if said is not None and said.status in ("failure", "unknown"):
         return said
     return Verdict("unknown", "unknown", None, f"{failed.title}: {failed.detail}", None, None, [],
-                   ["Run the check again with --json and look at sections.probe (what each rung saw)."])
+                   [say("probe-json", lang)])
 
 
-def _from_findings(findings: List[Finding]) -> Optional[Verdict]:
+def _from_findings(findings: List[Finding], lang: Optional[str]) -> Optional[Verdict]:
     live = [f for f in findings if f.explained_by is None]
     causes = [f for f in live if f.kind == "cause"]
     top = causes[0] if causes else None
@@ -64,7 +65,7 @@ def _from_findings(findings: List[Finding]) -> Optional[Verdict]:
         return _of(top, "failure")
     failing = [f for f in live if f.kind == "symptom" and f.severity == "fail"]
     if failing:
-        return _symptoms(failing, "unknown", "; the cause is not in this input")
+        return _symptoms(failing, "unknown", say("cause-not-here", lang))
     if top is not None and top.severity == "warn":
         return _of(top, "warning")
     warned = [f for f in live if f.kind == "symptom" and f.severity == "warn"]
@@ -74,48 +75,48 @@ def _from_findings(findings: List[Finding]) -> Optional[Verdict]:
 
 
 def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
+    lang = ctx.get("lang")
     if not runs:
-        return Verdict("unknown", "unknown", None, "No RDMA tool's output was recognised in the input", None, None,
-                       [], ["Paste the complete output of both sides, each with the command line that started it."])
+        return Verdict("unknown", "unknown", None, say("nothing-recognised", lang), None, None,
+                       [], [say("paste-both-sides", lang)])
     done = [r for r in runs if features.feature(r, "results", ctx)]
     if not done:
-        return Verdict("unknown", "unknown", None, f"No run completed: none of the {len(runs)} run(s) printed "
-                                                   "results, and no error says why", None, None, [],
-                       ["Paste the complete output of both sides, from the command line to the end (or to ^C)."])
-    return Verdict("ok", None, None, f"No problem found: {len(done)} of {len(runs)} run(s) printed results")
+        return Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
+                       [say("paste-to-the-end", lang)])
+    return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
-def _next_for(detail: str) -> str:
+def _next_for(detail: str, lang: Optional[str]) -> str:
     if "timed out" in detail:
-        return "Run the check again with a longer --timeout: the host was too slow to answer in time."
+        return say("next-timeout", lang)
     if "not collected" in detail:
-        return "Collect the facts on the host itself (`rdmadoctor check --save`): these sections are missing."
-    return "Run the check as root, or as the user of the RDMA jobs with read access to /sys and /dev."
+        return say("next-collect", lang)
+    return say("next-root", lang)
 
 
-def _health_of_host(ladders: Ladders) -> Verdict:
+def _health_of_host(ladders: Ladders, lang: Optional[str]) -> Verdict:
     unseen = [r for r in ladders.host if r.name in ESSENTIAL and r.state == "not-inspected"]
     if unseen:
         what = "; ".join(f"{r.name}: {r.detail}" for r in unseen)
-        steps = list(dict.fromkeys(_next_for(r.detail) for r in unseen))
-        return Verdict("unknown", "unknown", None, f"Not inspected, so not known to be healthy: {what}", None, None,
-                       [], steps)
+        steps = list(dict.fromkeys(_next_for(r.detail, lang) for r in unseen))
+        return Verdict("unknown", "unknown", None, say("not-inspected", lang, what=what), None, None, [], steps)
     skipped = [r.name for r in ladders.all if r.state == "not-inspected"]
     if skipped:
-        return Verdict("ok", None, None, f"No problem found in what could be read (not inspected: {', '.join(skipped)})")
-    return Verdict("ok", None, None, "No problem found")
+        return Verdict("ok", None, None, say("ok-partly", lang, rungs=", ".join(skipped)))
+    return Verdict("ok", None, None, say("ok", lang))
 
 
 def pick(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any],
          ladders: Optional[Ladders] = None, healthy: Optional[Verdict] = None) -> Verdict:
     """The verdict. `healthy` is what to say when nothing is wrong (bench's summary), else the evidence decides."""
-    chosen = (_from_ladders(ladders, findings) if ladders is not None else None) or _from_findings(findings)
+    lang = ctx.get("lang")
+    chosen = (_from_ladders(ladders, findings, lang) if ladders is not None else None) or _from_findings(findings, lang)
     if chosen is not None:
         return chosen
     if healthy is not None:
         return healthy
     if ladders is not None:
-        verdict = _health_of_host(ladders)
+        verdict = _health_of_host(ladders, lang)
         if runs and verdict.status == "ok":
             ran = _health_of_runs(runs, ctx)
             return ran if ran.status != "ok" else verdict

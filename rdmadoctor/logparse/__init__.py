@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Tuple
 
-from rdmadoctor.logparse import catalog, producers
+from rdmadoctor.logparse import catalog, pasted, producers, rows
 from rdmadoctor.logparse import library as shared_words
-from rdmadoctor.logparse import pasted, rows
 from rdmadoctor.logparse.lines import LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import SourceReader
@@ -48,6 +47,7 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         source_runs += source.others.finish(source.settings, source_runs)
         source_runs.sort(key=lambda r: r.first_line)
         reader.text.flattened = classifier.flattened - flattened_before
+        reader.text.runs_dropped = source.builder.dropped_runs + source.others.dropped
         _side_from_name(name, source_runs)
         runs.extend(source_runs)
         sources.append(reader.text)
@@ -72,9 +72,11 @@ class _Source:
         self.settings: Dict[str, HeaderField] = {}
         self.active = "perftest"          # whose run a library's message joins
         self.name = name
+        self.text = ""                    # the line being read
 
     def line(self, number: int, line: str) -> None:
         items = self.classify(line)
+        self.text = line
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
         if not items:
@@ -82,46 +84,38 @@ class _Source:
             if row is not None:                # a fabtests result row: it has no word the catalogue keys on
                 self._route(number, row)
                 return
-            command = producers.parse_command(line) if _may_name_a_tool(line) else None
-            if command is not None:
-                self.others.command(number, command)
-                self.active = command[1].producer
-            return
-        perftest_items = []
-        for item in items:
-            if item.kind == "message" and self._route(number, item.data):
-                continue
-            perftest_items.append(item)
-        if any(i.kind not in ("text", "message") for i in perftest_items):
-            self.active = "perftest"
-        elif not any(i.kind == "command" for i in perftest_items) and _may_name_a_tool(line):
+        structural = [i for i in items if i.kind not in ("text", "message")]
+        if structural:
+            self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
+        elif _may_name_a_tool(line):
             command = producers.parse_command(line)
             if command is not None:
                 self.others.command(number, command)
                 self.active = command[1].producer
+        perftest_items = [i for i in items if i.kind != "message" or not self._route(number, i.data)]
         if perftest_items:
             self.builder.feed(number, perftest_items)
 
     def _route(self, number: int, match) -> bool:
-        """Hand a message to another producer's run; False when it stays with perftest's."""
+        """Hand a message to another producer's run; False when it stays with perftest's.
+
+        A producer's own message goes to its run. perftest's catalogue (which also holds the lines of
+        libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
+        is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
         producer = match.pattern.producer
         if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
-            # an error or warning perftest shares with rdma-core, printed inside another program's run, is that
-            # program's (or its libraries') message; a device listing's lines keep perftest's id (V10)
-            shared = shared_words.equivalent(match, self.active)
+            # an error or warning perftest shares with rdma-core (or the open program's catalogue), printed inside
+            # another program's run, is that program's or its libraries' message; a device listing's lines keep
+            # perftest's id (V10)
+            shared = shared_words.equivalent(match, self.active, self.text)
             if shared is not None:
                 match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))
-        # perftest's generated patterns are generic sentences ("Couldn't allocate memory"): inside another
-        # producer's output they are that producer's words, not a perftest run
-        library = producer in _LIBRARIES or (producer == "perftest" and (match.pattern.id.startswith(("V", "U"))
-                                                                         or not match.pattern.curated))
-        if producer == "perftest" and not (library and self.active != "perftest"):
+        library = producer in _LIBRARIES or producer == "perftest"
+        if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
             return False
-        if library and self.active == "perftest" and self.builder.current is not None:
-            return False                   # a library's warning inside a perftest run stays there
         message = Message(id=match.pattern.id, kind=match.pattern.kind, text=match.text.strip(), line=number,
                           source=self.name, fields=dict(match.fields))
         message.fields.setdefault("phase", match.pattern.phase)

@@ -167,9 +167,6 @@ class Catalog:
             else:
                 self.unkeyed.append(p)
         self.keywords = frozenset(self.by_keyword)
-        # a tie (same start, same literal length) goes to the catalogue listed first (perftest's), whatever
-        # order the keyword prefilter's set yields the candidates in
-        self.order = {id(p): i for i, p in enumerate(patterns)}
 
     def candidates(self, words: Iterable[str]) -> List[Pattern]:
         found = list(self.unkeyed)
@@ -188,8 +185,10 @@ class Catalog:
                                          {k: v for k, v in m.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
-        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start,
-                                    self.order.get(id(m.pattern), 0)))
+        # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie
+        # must not depend on set order), then leftmost
+        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.pattern.producer != "perftest",
+                                    m.start, m.pattern.id))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):

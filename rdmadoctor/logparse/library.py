@@ -26,14 +26,16 @@ def _catalog_of(producer: str) -> catalog.Catalog:
     return catalog.Catalog([p for p in catalog.load().patterns if p.producer == producer])
 
 
-def equivalent(match: catalog.Match, active: str) -> Optional[catalog.Match]:
-    """The `active` producer's (else rdma-core's) reading of a line perftest's catalogue matched, when that
-    catalogue has the same words."""
-    text = match.text
+def equivalent(match: catalog.Match, active: str, line: str) -> Optional[catalog.Match]:
+    """The `active` producer's (else rdma-core's) reading of the words perftest's catalogue matched in `line`:
+    a message of that catalogue that covers them (the same sentence, or a longer message that contains it)."""
+    found = line.find(match.text)             # the match's place in the whole line (a flattened line is cut)
+    start = found if found >= 0 else match.start
+    end = start + len(match.text.rstrip())
     for producer in dict.fromkeys((active, LIBRARY)):
         if producer == "perftest":
             continue
-        for m in _catalog_of(producer).find(text):
-            if m.start <= _SLACK and m.end >= len(text.rstrip()) - _SLACK:
-                return catalog.Match(m.pattern, match.start + m.start, match.start + m.end, m.text, dict(m.fields))
+        for m in _catalog_of(producer).find(line):
+            if m.start <= start + _SLACK and m.end >= end - _SLACK:
+                return m
     return None

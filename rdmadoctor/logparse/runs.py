@@ -75,8 +75,15 @@ class RunBuilder:
             return
         if len(self.runs) < MAX_RUNS:
             self.runs.append(run)
-        else:
-            self.dropped_runs += 1
+            return
+        self.dropped_runs += 1
+        if any(m.kind == "error" for m in run.messages):
+            # a failure anywhere counts: it takes the place of the last kept run that only printed results
+            healthy = next((i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i].results
+                            and not any(m.kind == "error" for m in self.runs[i].messages)), None)
+            if healthy is not None:
+                del self.runs[healthy]
+                self.runs.append(run)
 
     def _run(self, line: int) -> Run:
         run = self.current if self.current is not None else self._start(line)

@@ -30,7 +30,7 @@ class Child:
         self.killed = False
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                                     env=dict(os.environ, **(env or {})))
+                                     env=proc.child_env(env))
         threading.Thread(target=self._read, daemon=True, name="rdmadoctor-probe-child-out").start()
         threading.Thread(target=self._drain, daemon=True, name="rdmadoctor-probe-child-err").start()
 

@@ -51,7 +51,8 @@ LOCAL_FACTS_BUDGET = 45.0     # this host's collection while the probe runs: the
 LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to finish instead of "timed out"
 RESULT_WAIT = 5.0
 ARP_TIMEOUT = 1.0
-FACTS_AFTER = DEADLINES["startup"]   # this host's fact collection starts once the verbs child is up (or gave up)
+FACTS_AFTER = DEADLINES["startup"]
+BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed   # this host's fact collection starts once the verbs child is up (or gave up)
 
 
 @dataclass
@@ -149,6 +150,7 @@ class Probe:
             hello = session.greet()
         except AgentFailure as exc:
             self.data["agent"] = {"state": exc.code, "error": exc.message}
+            self._note_bad(exc)
             self.peer_error = f"the agent at {opts.peer}:{opts.agent_port} {exc.message}"
             self.mark(f"agent: {exc.code}")
             return
@@ -162,6 +164,7 @@ class Probe:
             self.mark(f"agent: listening on rdma_cm {self.listen.get('address')}:{self.listen.get('rdma_port')}")
         except AgentFailure as exc:
             self.data["agent"]["listen_error"] = f"{exc.code}: {exc.message}"
+            self._note_bad(exc)
             self.mark(f"agent: listen failed ({exc.code})")
         self.listener_decided.set()
         if self.listen is not None:
@@ -177,6 +180,7 @@ class Probe:
                 self.mark("agent: listener report")
             except AgentFailure as exc:
                 self.data["listener"] = {"state": "error", "error": f"{exc.code}: {exc.message}"}
+                self._note_bad(exc)
         try:
             started = time.monotonic()
             answer = session.call("facts", FACTS_TIMEOUT, port=opts.facts_port)
@@ -185,7 +189,14 @@ class Probe:
             self.mark("agent: facts")
         except AgentFailure as exc:
             self.peer_error = f"the agent did not give its facts: {exc.code}: {exc.message}"
+            self._note_bad(exc)
             self.mark(f"agent: facts failed ({exc.code})")
+
+    def _note_bad(self, exc: AgentFailure) -> None:
+        """An answer that is not a valid one (wrong shape, failed its MAC): the agent is not to be believed,
+        and `check` says so instead of judging with half of what it sent (agent.bad_answer)."""
+        if exc.code in BAD_ANSWER_CODES and "bad_answer" not in self.data["agent"]:
+            self.data["agent"]["bad_answer"] = f"{exc.code}: {exc.message}"
 
     def perftest_thread(self) -> None:
         _, outcome = reach.tcp_connect(self.opts.peer, int(self.opts.perftest_port), self.opts.tcp_timeout,

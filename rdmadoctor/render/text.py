@@ -1,4 +1,8 @@
-"""The terminal view: the verdict first, then each finding with its evidence and fix commands."""
+"""The terminal view: the verdict first, then each finding with its evidence and fix commands.
+
+Every string shown comes from outside in the end (a log line, a facts file, a peer agent's answer), so each
+goes through _t (runtime/text.printable: ESC, C1 and bidirectional controls shown as escapes, never sent to
+the terminal) and into a rich Text, never into a markup string ("[link=...]" in a log stays text)."""
 from __future__ import annotations
 
 from typing import List
@@ -7,6 +11,11 @@ from rich.console import Console
 from rich.text import Text
 
 from rdmadoctor.model import Diagnosis, Finding
+from rdmadoctor.runtime.text import printable
+
+
+def _t(value: object, keep_newlines: bool = False) -> str:
+    return printable("" if value is None else value, keep_newlines)
 
 STATUS_STYLE = {"ok": ("OK", "bold green"), "warning": ("WARNING", "bold yellow"),
                 "failure": ("FAILURE", "bold red"), "unknown": ("UNKNOWN", "bold magenta")}
@@ -18,58 +27,59 @@ RUNG_GLYPH = {"passed": ("[✓]", "green"), "failed": ("[✗]", "red"), "warning
 def _runs_line(d: Diagnosis) -> str:
     if not d.runs:
         return ""
-    parts = [f"{r.source}: {r.side}" + (f" ({r.tool})" if r.tool else "") for r in d.runs[:6]]
+    parts = [f"{_t(r.source)}: {_t(r.side)}" + (f" ({_t(r.tool)})" if r.tool else "") for r in d.runs[:6]]
     more = f", … {len(d.runs) - 6} more" if len(d.runs) > 6 else ""
     return f"{len(d.runs)} run(s) — " + ", ".join(parts) + more
 
 
 def _finding(console: Console, f: Finding, verbose: bool) -> None:
-    glyph, style = SEVERITY_GLYPH[f.severity]
+    glyph, style = SEVERITY_GLYPH.get(f.severity, ("[?]", ""))
     kind = "symptom" if f.kind == "symptom" else f.cause
     head = Text()
     head.append(glyph + " ", style=style)
-    head.append(f.rule, style="bold")
-    head.append(f"  {kind}  ", style="cyan" if f.kind == "cause" else "magenta")
-    head.append(f"({f.confidence})", style="dim")
+    head.append(_t(f.rule), style="bold")
+    head.append(f"  {_t(kind)}  ", style="cyan" if f.kind == "cause" else "magenta")
+    head.append(f"({_t(f.confidence)})", style="dim")
     console.print(head)
-    console.print(Text("    " + f.title, style="bold"))
-    console.print(Text("    " + f.explanation.replace("\n\n", "\n    ")), soft_wrap=False)
+    console.print(Text("    " + _t(f.title), style="bold"))
+    console.print(Text("    " + _t(f.explanation, True).replace("\n\n", "\n    ")), soft_wrap=False)
     if f.evidence:
         console.print("    [dim]Evidence:[/]")
         for e in f.evidence[:8]:
-            where = f"{e.source}:{e.line}" if e.line else e.source
+            where = f"{_t(e.source)}:{e.line}" if e.line else _t(e.source)
             line = Text(f"      {where:<24} ", style="dim")
-            line.append(e.text, style="yellow")
+            line.append(_t(e.text), style="yellow")
             if e.note:
-                line.append(f"   ({e.note})", style="dim")
+                line.append(f"   ({_t(e.note)})", style="dim")
             console.print(line, soft_wrap=True)
         if len(f.evidence) > 8:
             console.print(f"      [dim]… {len(f.evidence) - 8} more[/]")
     if f.fix:
         console.print("    [dim]Fix:[/]")
         for fix in f.fix:
-            console.print(Text("      → " + fix, style="green"))
+            console.print(Text("      → " + _t(fix), style="green"))
     if f.kind == "symptom":
-        console.print(Text("    Could be: " + ", ".join(f.candidates), style="magenta"))
+        console.print(Text("    Could be: " + _t(", ".join(f.candidates)), style="magenta"))
     if f.next_steps:
         console.print("    [dim]Next:[/]")
         for step in f.next_steps:
-            console.print(Text("      • " + step))
+            console.print(Text("      • " + _t(step)))
     if verbose and f.refs:
-        console.print(Text("    Refs: " + "; ".join(f.refs), style="dim"))
+        console.print(Text("    Refs: " + _t("; ".join(f.refs)), style="dim"))
     console.print()
 
 
 def _bench_table(console: Console, bench: dict) -> None:
     from rich.table import Table
-    table = Table(title=f"Sweep with {bench.get('peer')}", title_justify="left", show_edge=False)
+    table = Table(title=Text(f"Sweep with {_t(bench.get('peer'))}"), title_justify="left", show_edge=False)
     for column in ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us", "cause"):
         table.add_column(column, justify="right" if column[0].isupper() or column.startswith("t_") else "left")
     for r in bench.get("results", []):
         best = " (best)" if r.get("tool") and bench.get("best") and bench["best"].startswith(r["tool"]) and \
             bench["best"] == _combo_label(r) else ""
         cells = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
-        table.add_row(_combo_label(r) + best, r.get("status", ""), *cells, (r.get("verdict") or {}).get("cause") or "",
+        table.add_row(*(Text(_t(c)) for c in (_combo_label(r) + best, r.get("status", ""), *cells,
+                                                (r.get("verdict") or {}).get("cause") or "")),
                       style="red" if r.get("status") != "ok" else ("bold" if best else ""))
     console.print(table)
     console.print()
@@ -85,22 +95,22 @@ def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     title = Text()
     title.append(f"{label}", style=style)
     if v.cause and v.status != "ok":
-        title.append(f"  {v.cause}", style="bold")
+        title.append(f"  {_t(v.cause)}", style="bold")
     if v.confidence:
-        title.append(f"  ({v.confidence} confidence)", style="dim")
+        title.append(f"  ({_t(v.confidence)} confidence)", style="dim")
     console.print(title)
-    console.print(Text("  " + v.summary))
+    console.print(Text("  " + _t(v.summary)))
     if v.fix:
-        console.print(Text("  Fix: " + v.fix, style="green"))
+        console.print(Text("  Fix: " + _t(v.fix), style="green"))
     if v.candidates:
-        console.print(Text("  Possible causes: " + ", ".join(v.candidates), style="magenta"))
+        console.print(Text("  Possible causes: " + _t(", ".join(v.candidates)), style="magenta"))
     for step in v.next_steps[:3]:
-        console.print(Text("  Next: " + step))
+        console.print(Text("  Next: " + _t(step)))
     runs = _runs_line(d)
     if runs:
         console.print(Text("  " + runs, style="dim"))
     for note in d.notes:
-        console.print(Text("  Note: " + note, style="dim"))
+        console.print(Text("  Note: " + _t(note), style="dim"))
     console.print()
 
     if d.bench:
@@ -109,10 +119,10 @@ def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     if d.rungs:
         console.print("[bold]Ladder[/]")
         for r in d.rungs:
-            glyph, gstyle = RUNG_GLYPH[r.state]
+            glyph, gstyle = RUNG_GLYPH.get(r.state, ("[?]", ""))
             line = Text(f"  {glyph} ", style=gstyle)
-            line.append(f"{r.title:<34}", style="bold" if r.state == "failed" else "")
-            line.append(r.detail, style="dim")
+            line.append(f"{_t(r.title):<34}", style="bold" if r.state == "failed" else "")
+            line.append(_t(r.detail), style="dim")
             console.print(line)
         console.print()
 
@@ -128,7 +138,7 @@ def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
             if verbose:
                 _finding(console, f, verbose)
             else:
-                glyph, style = SEVERITY_GLYPH[f.severity]
-                console.print(Text(f"  {glyph} {f.rule}: {f.title}  ← {f.explained_by}", style="dim"))
+                glyph, style = SEVERITY_GLYPH.get(f.severity, ("[?]", ""))
+                console.print(Text(f"  {glyph} {_t(f.rule)}: {_t(f.title)}  ← {_t(f.explained_by)}", style="dim"))
         console.print()
 

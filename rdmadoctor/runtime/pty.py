@@ -29,7 +29,7 @@ class PtyProcess:
         master, slave = pty.openpty()
         try:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd="/",
-                                         start_new_session=True)
+                                         start_new_session=True, env=proc.child_env())
         except OSError:
             os.close(master)
             raise

@@ -12,6 +12,10 @@ from typing import Any, Dict, Optional
 
 from rdmadoctor.knowledge import perftest
 
+# What a rule may know of a process listening on a port: never its command line (a password given on it
+# would end up in a report), and on a peer only the program's name (the agent tells no more).
+LISTENER_FIELDS = ("port", "ip", "family", "process", "pid", "user")
+
 
 def memlock_below(soft: Optional[int], exempt: bool, need: int) -> bool:
     """Registering `need` bytes would hit the limit: it is known, it applies (neither root nor
@@ -162,7 +166,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
                     "limits_conf": limits.get("limits_conf") or []},
         "firewall": {},
         "firewall_blocks": [],
-        "listeners": listeners.get("tcp_listeners") or [],
+        "listeners": [{k: l.get(k) for k in LISTENER_FIELDS} for l in listeners.get("tcp_listeners") or []
+                      if isinstance(l, dict)],
         "pci": [],
         "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
                        for l in ((kernel.get("log") or {}).get("lines") or [])

@@ -29,8 +29,8 @@ _GID_ENTRY = {"index": "GID index", "gid": "the GID (canonical IPv6 text)",
               "type": "RoCE v2 | IB/RoCE v1 | RoCE v1 | IB", "netdev": "its netdev", "ipv4": "its IPv4 address",
               "link_local": "an IPv6 link-local GID (fe80::)"}
 _LISTENER = {"port": "TCP port", "ip": "the address it listens on", "family": "4 | 6",
-             "process": "the program's name", "pid": "its process id", "user": "its user",
-             "cmdline": ["an argument of its command line"]}
+             "process": "the program's name", "pid": "its process id (this host only, when visible)",
+             "user": "its user (this host only, when visible)"}
 
 HOST: Dict[str, Any] = {
     "readable": {"*": "True when that facts section (devices, kernel, netlink, limits, firewall, ports, pci, "

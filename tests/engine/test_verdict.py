@@ -41,3 +41,11 @@ def test_explain_without_any_result_or_error_is_unknown():
 def test_explain_of_nothing_recognised_is_unknown():
     d = diagnose.explain(parse_text("hello world\nthis is not a log of any RDMA tool\n"))
     assert d.verdict.status == "unknown" and "recognised" in d.verdict.summary
+
+
+def test_a_failure_after_hundreds_of_healthy_runs_is_still_the_verdict():
+    healthy = (FIXTURES.parent / "tests" / "data" / "healthy-write-bw.log").read_text()
+    failing = "$ ib_write_bw -d mlx5_0 -s 1048576 192.0.2.1\n Couldn't allocate MR\n Couldn't create IB resources\n"
+    d = diagnose.explain(parse_text(healthy * 300 + failing))
+    assert d.verdict.status == "failure" and d.verdict.cause == "memlock-limit", d.verdict
+    assert any("run(s) beyond the" in note for note in d.notes)

@@ -1,0 +1,61 @@
+"""Languages: the engine speaks the rule's own Chinese text when asked, and its own phrases in both languages."""
+import pytest
+
+from rdmadoctor.engine import diagnose, rules
+from rdmadoctor.engine.evaluate import reflow
+from rdmadoctor.knowledge import phrases
+from rdmadoctor.logparse import parse_text
+
+SITE = '''[[rule]]
+id = "SITE-NO-DEVICE"
+cause = "no-rdma-device"
+severity = "fail"
+title = "No device here"
+scope = "run"
+why = "perftest found none."
+fix = ["Install one."]
+when = { message = "D01" }
+
+[rule.zh]
+title = "这里没有设备"
+why = """
+perftest 没有找到
+任何 RDMA 设备。
+"""
+fix = ["装一块。"]
+'''
+
+
+def test_every_phrase_has_both_languages():
+    assert all(set(entry) == set(phrases.LANGUAGES) for entry in phrases.PHRASES.values())
+
+
+@pytest.mark.parametrize("environ, lang", [({"LANG": "zh_CN.UTF-8"}, "zh"), ({"LC_ALL": "C", "LANG": "zh_CN"}, "en"),
+                                           ({}, "en"), ({"LANG": "en_US.UTF-8"}, "en")])
+def test_the_language_comes_from_the_locale(environ, lang):
+    assert phrases.language(None, environ) == lang
+
+
+def test_an_unknown_language_is_refused():
+    with pytest.raises(ValueError, match="not one of en, zh"):
+        phrases.language("fr")
+
+
+def test_a_rule_speaks_chinese_when_asked_and_english_otherwise(tmp_path):
+    (tmp_path / "site.toml").write_text(SITE)
+    table = rules.build([rules.rules_dir(), tmp_path])
+    parsed = parse_text("$ ib_write_bw -d mlx5_0\nNo IB devices found\n")
+    zh = next(f for f in diagnose.explain(parsed, table=table, lang="zh").findings if f.rule == "SITE-NO-DEVICE")
+    en = next(f for f in diagnose.explain(parsed, table=table).findings if f.rule == "SITE-NO-DEVICE")
+    assert (zh.title, zh.explanation, zh.fix) == ("这里没有设备", "perftest 没有找到任何 RDMA 设备。", ["装一块。"])
+    assert (en.title, en.fix) == ("No device here", ["Install one."])
+
+
+def test_a_translation_must_match_the_rule_item_by_item(tmp_path):
+    (tmp_path / "site.toml").write_text(SITE.replace('fix = ["装一块。"]', 'fix = ["装一块。", "再装一块。"]'))
+    with pytest.raises(rules.RuleError, match=r"\[zh\]\.fix has 2 items, the rule 1"):
+        rules.build([rules.rules_dir(), tmp_path])
+
+
+def test_reflow_joins_chinese_lines_without_a_blank_and_others_with_one():
+    assert reflow("RDMA 设备\n没有找到\nafter it") == "RDMA 设备没有找到 after it"
