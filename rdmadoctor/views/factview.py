@@ -152,6 +152,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "pyverbs": (devices_data.get("pyverbs") or {}).get("available"),
             "netns_mode": kernel.get("rdma_netns_mode"),
             "soft_roce": any(d.get("driver") in ("rxe", "rdma_rxe", "siw") for d in devices),
+            # ports in state ACTIVE; None when no port's state is known (a paste that lists none)
+            "active_ports": (sum(1 for p in ports if p.get("state") == "ACTIVE")
+                             if any(p.get("state") for p in ports) else None),
         },
         "devices": devices,
         "verbs_invisible": [d for d in devices if d.get("verbs_visible") is False],

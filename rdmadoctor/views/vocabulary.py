@@ -55,6 +55,7 @@ HOST: Dict[str, Any] = {
         "pyverbs": "pyverbs could be imported to read the devices",
         "netns_mode": "the RDMA namespace mode: shared | exclusive",
         "soft_roce": "a device is Soft-RoCE or soft-iWARP (rxe, siw)",
+        "active_ports": "number of ports in state ACTIVE (None: no port's state is known)",
     },
     "devices": [{"name": "ibdev name (mlx5_0)", "label": "how the report names it", "driver": "its driver",
                  "transport": "InfiniBand | iWARP | ...", "pci": "PCI address", "numa_node": "NUMA node",
