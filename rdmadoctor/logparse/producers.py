@@ -64,7 +64,7 @@ _TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./*-]*/)?(?P<tool>" + "|".join(sorted(T
 _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
 # What may stand before a command on its line: a shell prompt, wrappers, their options, VAR=value settings.
 # A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
-_PREFIX = re.compile(r"^\s*(?:[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
+_PREFIX = re.compile(r"^\s*(?:[$#>]\s*|[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
                      r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
 # the producers whose command lines are recognised inside quotes (rdma-core's and libfabric's test programs, which
 # test harnesses run and log)
