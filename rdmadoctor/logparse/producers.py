@@ -38,7 +38,7 @@ TOOLS: Dict[str, Tool] = {
     **{name: Tool("verbs", _PINGPONG) for name in (
         "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong")},
     **{name: Tool("verbs", side="none") for name in (
-        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch")},
+        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch", "rdma")},
     "rping": Tool("verbs", _RPING, side="rping"),
     **{name: Tool("verbs", frozenset("-s -b -c -C -S -p -m -M -P -f".split()), side="cmatose")
        for name in ("ucmatose", "udaddy", "mckey")},
@@ -66,6 +66,7 @@ _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
 # A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
 _PREFIX = re.compile(r"^\s*(?:[$#>]\s*|[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
                      r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
+_RDMA_OBJECTS = ("link", "dev", "system", "sys", "resource", "res", "statistic", "stat", "monitor")
 # the producers whose command lines are recognised inside quotes (rdma-core's and libfabric's test programs, which
 # test harnesses run and log)
 _QUOTABLE = ("verbs", "libfabric")
@@ -120,6 +121,8 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         rest = rest.split(quoted.group("quote"), 1)[0]
     name = m.group("tool")
     tool = TOOLS[name]
+    if name == "rdma" and rest.split()[:1] not in ([w] for w in _RDMA_OBJECTS):
+        return None                        # iproute2's rdma names an object first: rdma link, rdma dev ...
     try:
         tokens = shlex.split(rest, posix=True)
     except ValueError:

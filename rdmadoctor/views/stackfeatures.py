@@ -6,6 +6,7 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   pingpong_gid_option the GID index an ibv_*_pingpong command line chose with -g (None: no -g, or no command line)
   pingpong_local_gid  the GID an ibv_*_pingpong run printed in its "local address:" line, and what kind it is
   pingpong_gid_family that kind alone: empty | link-local | ipv4 | ipv6
+  run_tool            the program whose command line started the run
 """
 from __future__ import annotations
 
@@ -102,7 +103,12 @@ def pingpong_gid_family(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     return local["family"] if local else None
 
 
-FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family)}
+def run_tool(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    """The program whose command line started the run (rping, ibv_rc_pingpong, rdma, fi_pingpong ...)."""
+    return run.command.tool if run.command is not None else run.tool
+
+
+FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line")}
 
 features.FEATURES.update(FEATURES)
