@@ -409,6 +409,23 @@ def record(pairs: List[str], producers: Optional[List[str]], faults: Optional[Li
     return 1 if failures else 0
 
 
+def refresh_meta(out: Path) -> int:
+    """Rewrites the table's judgement (expect, alternatives, lines, notes) into the recordings' meta.json,
+    leaving what the lab recorded untouched; returns how many were rewritten."""
+    count = 0
+    for path in sorted(out.glob("*/*/*/meta.json")):
+        run = BY_NAME.get("%s/%s" % (path.parent.parent.name, path.parent.name))
+        if run is None:
+            continue
+        meta = json.loads(path.read_text())
+        meta.update({"expect": run.expect, "alternatives": list(run.alternatives),
+                     "lines": {"server": list(run.server_lines), "client": list(run.client_lines)},
+                     "notes": " ".join(x for x in (run.producer.notes, run.notes) if x)})
+        path.write_text(json.dumps(meta, indent=2) + "\n")
+        count += 1
+    return count
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from .vm import REPO
     parser = argparse.ArgumentParser(prog="python -m tests.lab.producers", description=__doc__.split("\n\n")[0])
@@ -417,7 +434,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--fault", action="append", metavar="NAME", help="healthy or a scenario name (repeatable)")
     parser.add_argument("--out", type=Path, default=REPO / "fixtures" / "lab")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--refresh-meta", action="store_true",
+                        help="rewrite expect/lines/notes of the recordings under --out from the table, and exit")
     args = parser.parse_args(argv)
+    if args.refresh_meta:
+        print("%d meta.json rewritten" % refresh_meta(args.out))
+        return 0
     if args.list:
         for r in RUNS:
             print("%-46s %-22s %s" % (r.name, r.expect, ",".join(r.run_pairs())))
