@@ -25,7 +25,7 @@ import shlex
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -148,16 +148,12 @@ RPING = Producer(
 UCMATOSE = Producer("ucmatose", "ucmatose", server="ucmatose", client="ucmatose -s {server}", ready=None)
 UCX_RC = Producer(
     "ucx_perftest-rc", "ucx_perftest", server="ucx_perftest",
-    client="ucx_perftest {server} -t tag_lat -n 200",
+    client="ucx_perftest {server} -t tag_lat -n 200", client_timeout=45,
     env=(("UCX_TLS", "rc_verbs,ud_verbs,self"),) + UCX_COMMON, ready=None, ready_delay=4.0,
     notes="rc_verbs needs an auxiliary transport (ud_verbs) for its wire-up.")
-UCX_UD = replace(UCX_RC, name="ucx_perftest-ud", env=(("UCX_TLS", "ud_verbs,self"),) + UCX_COMMON, notes="")
 FI_MSG = Producer(
-    "fi_pingpong-msg", "fi_pingpong", server="fi_pingpong -p verbs -e msg -I 100",
-    client="fi_pingpong -p verbs -e msg -I 100 {server}", ready=None)
-FI_RDM = Producer(
-    "fi_pingpong-rdm", "fi_pingpong", server="fi_pingpong -p 'verbs;ofi_rxm' -e rdm -I 100",
-    client="fi_pingpong -p 'verbs;ofi_rxm' -e rdm -I 100 {server}", ready=None)
+    "fi_pingpong-msg", "fi_pingpong", server="fi_pingpong -p verbs -e msg -I 100 -S 1024",
+    client="fi_pingpong -p verbs -e msg -I 100 -S 1024 {server}", ready=None)
 MPI = Producer(
     "mpirun-ucx", "mpirun", client_host="h1", user="lab",
     client="mpirun -np 2 --host 192.0.2.1,192.0.2.2 --mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs,self "
@@ -166,7 +162,7 @@ MPI = Producer(
     notes="Rank 0 runs on h1 (where mpirun is typed), rank 1 on h2, launched over ssh as user lab. "
           "Open MPI needs the same version on every host: bookworm has 4.1, trixie 5.0, so no mixed pair.")
 
-PRODUCERS: Dict[str, Producer] = {p.name: p for p in (IBV_RC, RPING, UCMATOSE, UCX_RC, UCX_UD, FI_MSG, FI_RDM, MPI)}
+PRODUCERS: Dict[str, Producer] = {p.name: p for p in (IBV_RC, RPING, UCMATOSE, UCX_RC, FI_MSG, MPI)}
 
 
 def _runs() -> List[ProducerRun]:
@@ -177,6 +173,7 @@ def _runs() -> List[ProducerRun]:
         R(IBV_RC, HEALTHY, "none"),
         R(IBV_RC, "gid-index-empty-client", "wrong-gid-index", client="ibv_rc_pingpong -d rxe0 -g 5 -n 100 {server}"),
         R(IBV_RC, "mtu-netdev-mismatch", "mtu-mismatch", server_args="-m 4096", client_args="-m 4096",
+          client_timeout=20,
           notes="Both sides ask for a 4096-byte path MTU after h2's netdev went to 9000; h1's is 1500."),
         R(IBV_RC, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",), client_timeout=20),
         R(IBV_RC, "memlock-64k-nonroot-server", "memlock-limit", server_args="-s 1048576", client_args="-s 1048576",
@@ -187,55 +184,42 @@ def _runs() -> List[ProducerRun]:
         R(IBV_RC, "server-not-running", "server-not-running", no_server=True),
     ]
     # rdma_cm programs: no device or GID option (rdma_cm picks them from the address)
-    for p in (RPING, UCMATOSE):
-        runs += [
-            R(p, HEALTHY, "none"),
-            R(p, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",)),
-            R(p, "netdev-down-server", "port-down"),
-            R(p, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
-            R(p, "rdma-ucm-not-loaded-client", "none",
-              notes="Not a fault: librdmacm has the kernel load rdma_ucm on demand (as with perftest -R)."),
-            R(p, "server-not-running", "server-not-running", no_server=True),
-        ]
-    # UCX
-    for p in (UCX_RC, UCX_UD):
-        runs += [
-            R(p, HEALTHY, "none"),
-            R(p, "gid-index-empty-client", "wrong-gid-index", client_env=(("UCX_IB_GID_INDEX", "5"),)),
-            R(p, "mtu-netdev-mismatch", "mtu-mismatch"),
-            R(p, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",)),
-            R(p, "memlock-64k-nonroot-server", "memlock-limit"),
-            R(p, "netdev-down-server", "port-down"),
-            R(p, "wrong-device-name-client", "wrong-device-name", client_env=(("UCX_NET_DEVICES", "rxe1:1"),)),
-            R(p, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
-            R(p, "server-not-running", "server-not-running", no_server=True),
-        ]
-    # libfabric
-    for p in (FI_MSG, FI_RDM):
-        runs += [
-            R(p, HEALTHY, "none"),
-            R(p, "mtu-netdev-mismatch", "mtu-mismatch"),
-            R(p, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",)),
-            R(p, "memlock-64k-nonroot-server", "memlock-limit"),
-            R(p, "netdev-down-server", "port-down"),
-            R(p, "wrong-device-name-client", "wrong-device-name", client_args="-d rxe1"),
-            R(p, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
-            R(p, "server-not-running", "server-not-running", no_server=True),
-        ]
+    runs += [
+        R(RPING, HEALTHY, "none"),
+        R(RPING, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",), client_timeout=30),
+        R(RPING, "netdev-down-server", "port-down", client_timeout=30),
+        R(RPING, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
+        R(RPING, "server-not-running", "server-not-running", no_server=True),
+        R(UCMATOSE, HEALTHY, "none"),
+        R(UCMATOSE, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",), client_timeout=30),
+        R(UCMATOSE, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
+        R(UCMATOSE, "server-not-running", "server-not-running", no_server=True),
+    ]
+    # UCX: on bookworm (UCX 1.13.1) the healthy baseline itself fails on rxe under TCG (see docs/lab.md)
+    runs += [
+        R(UCX_RC, HEALTHY, "none",
+          notes="On UCX 1.13.1 both sides abort after about 35 s with 'UD endpoint ...: unhandled timeout error': "
+                "the ud_verbs wire-up endpoints never get their acknowledgements on rxe (UCX_UD_TIMEOUT=10m only "
+                "turns it into a hang; rc_verbs without ud_verbs has no auxiliary transport). A healthy UCX "
+                "baseline was not reached; the recording is the real failure."),
+        R(UCX_RC, "wrong-device-name-client", "wrong-device-name", client_env=(("UCX_NET_DEVICES", "rxe1:1"),)),
+        R(UCX_RC, "server-not-running", "server-not-running", no_server=True),
+    ]
+    # libfabric (verbs provider, FI_EP_MSG over rdma_cm)
+    runs += [
+        R(FI_MSG, HEALTHY, "none"),
+        R(FI_MSG, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",), client_timeout=30),
+        R(FI_MSG, "wrong-device-name-client", "wrong-device-name", client_args="-d rxe1"),
+        R(FI_MSG, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
+        R(FI_MSG, "server-not-running", "server-not-running", no_server=True),
+    ]
     # Open MPI: one command on h1; the faults of the "server" host land on rank 0 and the launcher
     runs += [
-        R(MPI, HEALTHY, "none"),
-        R(MPI, "gid-index-empty-client", "wrong-gid-index", client_args="", client=MPI.client.replace(
-            " python3", " -x UCX_IB_GID_INDEX=5 python3")),
-        R(MPI, "mtu-netdev-mismatch", "mtu-mismatch"),
-        R(MPI, "firewall-drop-udp-4791", "firewall-blocks-port", alternatives=("packet-loss",)),
-        R(MPI, "memlock-64k-nonroot-server", "memlock-limit"),
-        R(MPI, "netdev-down-server", "port-down"),
+        R(MPI, HEALTHY, "none",
+          notes="pml ucx inherits UCX 1.13.1's ud_verbs wire-up failure on rxe: rank 1 aborts in MPI_Barrier with "
+                "'UD endpoint ...: unhandled timeout error' and mpirun reports the abort."),
         R(MPI, "wrong-device-name-client", "wrong-device-name",
           client=MPI.client.replace("UCX_NET_DEVICES=rxe0:1", "UCX_NET_DEVICES=rxe1:1")),
-        R(MPI, "ib-uverbs-not-loaded-server", "kernel-module-missing", alternatives=("no-rdma-device",)),
-        R(MPI, "server-not-running", "server-not-running", extra_setup=(Step("h2", "pkill -x sshd"),),
-          notes="For mpirun the peer's part is sshd (which starts orted): it is stopped on h2."),
     ]
     return runs
 
