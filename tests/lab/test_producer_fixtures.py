@@ -22,7 +22,8 @@ def test_producer_table_is_consistent():
     assert validate() == []
     assert {r.producer.name for r in RUNS} == set(PRODUCERS)
     for run in RUNS:
-        assert run.server_lines or run.client_lines, "%s: a run keeps at least one key line" % run.name
+        if run.run_pairs():
+            assert run.server_lines or run.client_lines, "%s: a run keeps at least one key line" % run.name
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
