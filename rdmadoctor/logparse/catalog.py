@@ -159,6 +159,9 @@ def _literal_length(regex_source: str) -> int:
 class Catalog:
     def __init__(self, patterns: List[Pattern]):
         self.patterns = patterns
+        # a tie between two patterns goes to the one loaded first (perftest's catalogue, then the others by
+        # name), whatever order the keyword prefilter (a set) hands them over in
+        self.rank = {id(p): i for i, p in enumerate(patterns)}
         self.by_keyword: Dict[str, List[Pattern]] = {}
         self.unkeyed: List[Pattern] = []
         for p in patterns:
@@ -185,7 +188,7 @@ class Catalog:
                                          {k: v for k, v in m.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
-        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start))
+        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start, self.rank[id(m.pattern)]))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
