@@ -336,8 +336,8 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
 # -- what else the input shows ---------------------------------------------------------------------------------
 
 def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
-    """The input shows a finite locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
-    run, or the facts (check's, or those the paste shows) of a limit that applies and is not unlimited."""
+    """The input shows a small locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
+    run, or the facts (check's, or those the paste shows) of a limit below 1 GiB that applies."""
     for r in ctx.get("runs") or [run]:
         for m in r.messages:
             # libibverbs' check_memlock_limit() warning, in the verbs catalogue or in perftest's (D13)
@@ -345,8 +345,11 @@ def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
             if m.id in ("VERBS.MEMLOCK_LOW", "D13") and size:
                 return _at(m, limit=f"{size} bytes")
     memlock = ((ctx.get("facts_view") or {}).get("memlock") or {})
-    if memlock.get("known") and not memlock.get("unlimited") and not memlock.get("exempt") and memlock.get("soft"):
-        return {"line": None, "source": "facts", "quote": f"memlock.soft = {memlock['soft']}", "limit": f"{memlock['soft']} bytes"}
+    soft = memlock.get("soft")
+    # NCCL pins buffers per channel and per peer: hundreds of MiB on a large job; a limit of 1 GiB or more is
+    # not the clue
+    if memlock.get("known") and not memlock.get("unlimited") and not memlock.get("exempt") and soft and soft < 1 << 30:
+        return {"line": None, "source": "facts", "quote": f"memlock.soft = {soft}", "limit": f"{soft} bytes"}
     return None
 
 
