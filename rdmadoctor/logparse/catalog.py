@@ -159,8 +159,6 @@ def _literal_length(regex_source: str) -> int:
 class Catalog:
     def __init__(self, patterns: List[Pattern]):
         self.patterns = patterns
-        # a tie between two patterns goes to the one loaded first (perftest's catalogue, then the others by
-        # name), whatever order the keyword prefilter (a set) hands them over in
         self.by_keyword: Dict[str, List[Pattern]] = {}
         self.unkeyed: List[Pattern] = []
         for p in patterns:
