@@ -202,6 +202,9 @@ def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
 
 def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence:
     """The line a feature rests on: its own line, the best result row, or where the output ends."""
+    if isinstance(value, dict) and "quote" in value:
+        # a record resting on a line of another run or file of the input (or on a fact) says which
+        return Evidence(value.get("source", run.source), value["quote"], value.get("line"), value.get("note"))
     if isinstance(value, dict) and "line" in value:
         line, note = value["line"], None
     elif name in ("bw_fraction", "bw_gbps") and features.feature(run, "bw_row", scope.ctx) is not None:

@@ -106,6 +106,22 @@ class Table:
         return {r.id: r for r in self.rules}
 
 
+def readable(template: str) -> str:
+    """A rule's text without its template syntax, for listings: "{server.num_qps}" -> "<number of QPs>"."""
+    from rdmadoctor.engine.template import FIELD
+    from rdmadoctor.views import params
+
+    def one(m) -> str:
+        head, *rest = m.group(1).split(".")
+        name = rest[-1] if rest else head
+        if name in params.PARAMETERS:
+            return f"<{params.label(name)}>"
+        if name in ("label", "name") and head == "item":
+            return "<item>"
+        return f"<{name.replace('_', ' ')}>"
+    return FIELD.sub(one, template)
+
+
 def rules_dir() -> Path:
     """The installed copy inside the package, else the repository's rules/ (a source checkout)."""
     packaged = Path(__file__).resolve().parent.parent / "_rules"

@@ -171,6 +171,8 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "generation": ("low", "high", "clues", "known", "consistent"),
 }
 
+from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     cache = ctx.setdefault("_feature_cache", {})
