@@ -196,6 +196,9 @@ class _Checker:
     # -- templates ----------------------------------------------------------------------------------------
     def template(self, rule: Rule, text: str, where: str, item: Optional[Dict[str, Any]], bench: bool,
                  message_ids: Set[str]) -> None:
+        left = FIELD.sub("", text)
+        if "{" in left or "}" in left:
+            self.error(rule, f"{where}: a brace outside a {{name}} field (fields do not nest): {text.strip()[:80]!r}")
         for m in FIELD.finditer(text):
             path, filters = m.group(1), [f for f in m.group(2).split("|") if f]
             for f in filters:
