@@ -1,7 +1,7 @@
 """The small interpreter of a rule's `when`: declarative conditions, never `eval`.
 
     { all = [..] } { any = [..] } { not = {..} }
-    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any",
+    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any|input",
       fields = { name = value | [values] } }
     { differ = "num_qps" }                          both sides show the parameter, with different values
     { param = "size", of = "client", op = ">", versus = "server" | value = 65536 }
@@ -66,6 +66,8 @@ class Scope:
             return [self.server] if self.server else []
         if which == "client":
             return [self.client] if self.client else []
+        if which == "input":                 # every run of the input, of any producer (a kernel line, a listing)
+            return list(self.ctx.get("runs") or self.runs)
         if which == "any":
             if self.server is not None or self.client is not None:
                 return [r for r in (self.server, self.client) if r is not None]
@@ -200,6 +202,9 @@ def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
 
 def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence:
     """The line a feature rests on: its own line, the best result row, or where the output ends."""
+    if isinstance(value, dict) and "quote" in value:
+        # a record resting on a line of another run or file of the input (or on a fact) says which
+        return Evidence(value.get("source", run.source), value["quote"], value.get("line"), value.get("note"))
     if isinstance(value, dict) and "line" in value:
         line, note = value["line"], None
     elif getattr(value, "line", None) is not None:        # a value that knows the line it was read from

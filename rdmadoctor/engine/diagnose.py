@@ -67,11 +67,15 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
             lang: Optional[str] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
-    a kernel log) is a facts view the rules can read, as they read check's."""
+    a kernel log) is a facts view the rules can read, as they read check's; the facts rules written for a paste's
+    partial facts (`paste = true`) judge it."""
     from rdmadoctor.views import factview
     table = table if table is not None else rule_table.load()
     ctx = context(parsed, link_rate_gbps, factview.build(parsed.facts) if parsed.facts else None, lang)
-    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, table.of_scope(*LOG_SCOPES)), table)
+    rules = table.of_scope(*LOG_SCOPES)
+    if parsed.facts:
+        rules += tuple(r for r in table.of_scope("facts") if r.paste)
+    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
     notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
              "kept were not examined one by one (a run that failed is always kept)" for s in parsed.sources
              if s.runs_dropped]
@@ -88,7 +92,9 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view, lang=lang)
-    findings = evaluate.rank(evaluate.find(runs, ctx, table.of_scope(*LOG_SCOPES, "facts")), table)
+    # the facts rules written for a paste's partial facts (`paste = true`) are explain's; check has the host's own
+    rules = tuple(r for r in table.of_scope(*LOG_SCOPES, "facts") if not r.paste)
+    findings = evaluate.rank(evaluate.find(runs, ctx, rules), table)
     ladders = ladder.build(findings, view, peer, lang)
     findings = evaluate.rank(findings, table)
     verdict = pick_verdict(findings, runs, ctx, ladders)

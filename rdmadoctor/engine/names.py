@@ -23,7 +23,7 @@ from rdmadoctor.views.probeview import RUNG_NAMES
 CONDITION_KEYS = {"all", "any", "not", "message", "fields", "of", "differ", "param", "op", "value", "versus",
                   "option", "feature", "exists", "side", "fact", "item", "kind", "setting"}
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "known", "unknown")
-WHICH = ("run", "other", "server", "client", "any")
+WHICH = ("run", "other", "server", "client", "any", "input")
 MESSAGE_NAMES = {"id", "kind", "text", "line", "source", "fields"}
 PARAM_NAMES = {"name", "label", "option", "server", "client"}
 RUN_ATTRIBUTES = {f.name for f in dataclass_fields(Run)} | set(RUN_NAMES)
@@ -65,6 +65,8 @@ class _Checker:
             self.error(rule, f"producer {rule.producer!r} is not one of {sorted(self.producers)}")
         if rule.producer is not None and rule.scope not in LOG_SCOPES:
             self.error(rule, "producer applies to the log scopes (run, pair, input)")
+        if rule.paste and rule.scope != "facts":
+            self.error(rule, "paste applies to facts rules (scope facts): they then judge a paste's facts")
         if rule.probe_rung is not None and rule.probe_rung not in RUNG_NAMES.values():
             self.error(rule, f"probe_rung {rule.probe_rung!r} is not a rung of the --peer ladder "
                              f"({', '.join(RUNG_NAMES.values())})")
@@ -194,6 +196,9 @@ class _Checker:
     # -- templates ----------------------------------------------------------------------------------------
     def template(self, rule: Rule, text: str, where: str, item: Optional[Dict[str, Any]], bench: bool,
                  message_ids: Set[str]) -> None:
+        left = FIELD.sub("", text)
+        if "{" in left or "}" in left:
+            self.error(rule, f"{where}: a brace outside a {{name}} field (fields do not nest): {text.strip()[:80]!r}")
         for m in FIELD.finditer(text):
             path, filters = m.group(1), [f for f in m.group(2).split("|") if f]
             for f in filters:

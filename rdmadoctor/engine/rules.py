@@ -2,8 +2,9 @@
 executed.
 
 One rule is one unit, read in one place: what it matches (`when`), what it means (`why`), the fix, the
-references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope, the
-findings it explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
+references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope (a facts rule
+with `paste = true` judges the facts a pasted log shows, in explain, instead of check's), the findings it
+explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
 Every name a rule uses is checked when the table loads (engine/names.py): an unknown message, feature,
 parameter, option, fact, cause slug, rung or template name is refused with the rule id and its file.
 """
@@ -34,6 +35,7 @@ TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
                              "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
+                             "paste",
                              *LANGUAGES}
 SNIPPETS_FILE = "_snippets.toml"
 
@@ -67,6 +69,7 @@ class Rule:
     doc: str = ""
     priority: int = 0                 # breaks ties between equally ranked causes: higher first
     fallback: bool = False            # tried last, on the messages no other finding cites
+    paste: bool = False               # a facts rule for the facts a pasted log shows (explain), not check's
     case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
     zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
     file: str = field(default="", compare=False)
@@ -101,6 +104,22 @@ class Table:
 
     def by_id(self) -> Dict[str, Rule]:
         return {r.id: r for r in self.rules}
+
+
+def readable(template: str) -> str:
+    """A rule's text without its template syntax, for listings: "{server.num_qps}" -> "<number of QPs>"."""
+    from rdmadoctor.engine.template import FIELD
+    from rdmadoctor.views import params
+
+    def one(m) -> str:
+        head, *rest = m.group(1).split(".")
+        name = rest[-1] if rest else head
+        if name in params.PARAMETERS:
+            return f"<{params.label(name)}>"
+        if name in ("label", "name") and head == "item":
+            return "<item>"
+        return f"<{name.replace('_', ' ')}>"
+    return FIELD.sub(one, template)
 
 
 def rules_dir() -> Path:

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Tuple
 
-from rdmadoctor.logparse import catalog, producers
+from rdmadoctor.logparse import catalog, pasted, producers, rows
+from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import SourceReader
@@ -52,7 +53,8 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         sources.append(reader.text)
     runs = _attach_commands(runs)
     _complete_sides(runs)
-    return ParsedLog(runs=runs, sources=sources)
+    # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
+    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]))
 
 
 # Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the
@@ -70,11 +72,18 @@ class _Source:
         self.settings: Dict[str, HeaderField] = {}
         self.active = "perftest"          # whose run a library's message joins
         self.name = name
+        self.text = ""                    # the line being read
 
     def line(self, number: int, line: str) -> None:
         items = self.classify(line)
+        self.text = line
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
+        if not items:
+            row = rows.result_row(line)
+            if row is not None:                # a fabtests result row: it has no word the catalogue keys on
+                self._route(number, row)
+                return
         # two bare integers (a cut result row) do not show that perftest is the program talking
         structural = [i for i in items if i.kind not in ("text", "message", "cut_row")]
         if structural:
@@ -95,6 +104,13 @@ class _Source:
         libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
         is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
         producer = match.pattern.producer
+        if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
+            # an error or warning perftest shares with rdma-core (or the open program's catalogue), printed inside
+            # another program's run, is that program's or its libraries' message; a device listing's lines keep
+            # perftest's id (V10)
+            shared = shared_words.equivalent(match, self.active, self.text)
+            if shared is not None:
+                match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))

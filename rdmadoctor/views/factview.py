@@ -53,6 +53,13 @@ def _width(value: Any) -> Optional[int]:
         return None
 
 
+def _gid_view(g: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if not g:
+        return None
+    return {"index": g.get("index"), "gid": g.get("gid"), "type": g.get("type"), "netdev": g.get("netdev"),
+            "ipv4": g.get("ipv4"), "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
+
+
 def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
     readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
@@ -91,13 +98,23 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
                 "is_ib": p.get("link_layer") == "InfiniBand", "active_mtu": p.get("active_mtu"),
                 "max_mtu": p.get("max_mtu"), "lid": p.get("lid"), "sm_lid": p.get("sm_lid"),
                 "rate": p.get("rate"), "rate_gbps": p.get("rate_gbps"), "netdev": netdev,
-                "netdev_known": link is not None, "netdev_up": None if link is None else bool(link.get("admin_up")),
+                "netdev_known": link is not None,
+                "netdev_up": None if link is None or link.get("admin_up") is None else bool(link.get("admin_up")),
                 "netdev_oper": None if link is None else link.get("operstate"),
                 "netdev_carrier": None if link is None else link.get("carrier"),
                 "netdev_mtu": (link or {}).get("mtu") or p.get("netdev_mtu"),
                 "netdev_ipv4": ipv4.get(netdev, []) if netdev else [],
-                "gid_count": len(gids), "ipv4_gids": [g.get("gid") for g in v4_gids],
-                "ipv4_v2_gids": [f"{g.get('index')}: {g.get('gid')}" for g in v4_gids if g.get("type") == "RoCE v2"],
+                # a paste that lists no GIDs for a port does not show an empty table: None, not 0
+                "gid_count": len(gids) if p.get("gids") is not None else None,
+                "ipv4_gids": [g.get("gid") for g in v4_gids] if p.get("gids") is not None else None,
+                "ipv4_v2_gids": [f"{g.get('index')}: {g.get('gid')}" for g in v4_gids if g.get("type") == "RoCE v2"]
+                if p.get("gids") is not None else None,
+                "gids": [{"index": g.get("index"), "gid": g.get("gid"), "type": g.get("type"),
+                          "netdev": g.get("netdev"), "ipv4": g.get("ipv4"),
+                          "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
+                         for g in gids] if p.get("gids") is not None else None,
+                "named": p.get("named"),
+                "gid_selected": _gid_view(p.get("gid_selected")),
                 "counter_deltas": p.get("counter_deltas") or {},
                 "retries": sum(v for k, v in (p.get("counter_deltas") or {}).items()
                                if isinstance(v, (int, float)) and any(w in k for w in ("retry", "timeout", "seq_err",
@@ -135,6 +152,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "pyverbs": (devices_data.get("pyverbs") or {}).get("available"),
             "netns_mode": kernel.get("rdma_netns_mode"),
             "soft_roce": any(d.get("driver") in ("rxe", "rdma_rxe", "siw") for d in devices),
+            # ports in state ACTIVE; None when no port's state is known (a paste that lists none)
+            "active_ports": (sum(1 for p in ports if p.get("state") == "ACTIVE")
+                             if any(p.get("state") for p in ports) else None),
         },
         "devices": devices,
         "verbs_invisible": [d for d in devices if d.get("verbs_visible") is False],

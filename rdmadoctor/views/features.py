@@ -162,6 +162,8 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "generation": ("low", "high", "clues", "known", "consistent"),
 }
 
+from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     cache = ctx.setdefault("_feature_cache", {})
@@ -169,3 +171,4 @@ def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     if key not in cache:
         cache[key] = FEATURES[name](run, ctx)
     return cache[key]
+from rdmadoctor.views import stackfeatures  # noqa: E402,F401  (rdma-core tools and GPU memory: registers its features)

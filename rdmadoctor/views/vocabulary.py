@@ -25,6 +25,9 @@ _FIREWALL_VERDICT = {
     "rule": "the rule that decided, as the ruleset prints it", "why": "how the verdict was reached",
     "trail": [{"at": "where in the ruleset", "chain": "the chain", "verdict": "what that step decided"}],
 }
+_GID_ENTRY = {"index": "GID index", "gid": "the GID (canonical IPv6 text)",
+              "type": "RoCE v2 | IB/RoCE v1 | RoCE v1 | IB", "netdev": "its netdev", "ipv4": "its IPv4 address",
+              "link_local": "an IPv6 link-local GID (fe80::)"}
 _LISTENER = {"port": "TCP port", "ip": "the address it listens on", "family": "4 | 6",
              "process": "the program's name", "pid": "its process id (this host only, when visible)",
              "user": "its user (this host only, when visible)"}
@@ -52,6 +55,7 @@ HOST: Dict[str, Any] = {
         "pyverbs": "pyverbs could be imported to read the devices",
         "netns_mode": "the RDMA namespace mode: shared | exclusive",
         "soft_roce": "a device is Soft-RoCE or soft-iWARP (rxe, siw)",
+        "active_ports": "number of ports in state ACTIVE (None: no port's state is known)",
     },
     "devices": [{"name": "ibdev name (mlx5_0)", "label": "how the report names it", "driver": "its driver",
                  "transport": "InfiniBand | iWARP | ...", "pci": "PCI address", "numa_node": "NUMA node",
@@ -68,8 +72,13 @@ HOST: Dict[str, Any] = {
         "rate_gbps": "rate in Gb/s", "netdev": "the netdev under the port", "netdev_known": "that netdev was read",
         "netdev_up": "administratively up", "netdev_oper": "operstate (UP, DOWN, LOWERLAYERDOWN)",
         "netdev_carrier": "carrier (1 / 0)", "netdev_mtu": "the netdev's MTU",
-        "netdev_ipv4": ["an IPv4 address on the netdev"], "gid_count": "number of GIDs",
+        "netdev_ipv4": ["an IPv4 address on the netdev"],
+        "gid_count": "number of GIDs (None: a paste that lists no GIDs for the port)",
         "ipv4_gids": ["an IPv4-mapped GID"], "ipv4_v2_gids": ["'index: GID' of a RoCE v2 IPv4 GID"],
+        "gids": [_GID_ENTRY],
+        "named": "a run of the paste names this device (True), names only other devices (False), names none (None)",
+        "gid_selected": dict(_GID_ENTRY, index="the GID index the paste's runs chose (perftest -x, ibv_*_pingpong -g, "
+                                              "NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX), when the paste lists it"),
         "counter_deltas": {"*": "a port counter's change between the two samples"},
         "retries": "sum of the retry, timeout and sequence-error counter changes",
     }],

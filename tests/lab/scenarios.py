@@ -4,7 +4,7 @@ Each ``Scenario`` says how to break the healthy two-host baseline (``Lab.reset()
 h2 = 192.0.2.2, rxe0 on eth0, MTU 1500, no firewall, no netem), which perftest commands the user
 then runs on the two sides, how long to let them run, and what rdmadoctor is expected to conclude:
 
-* ``expect_explain``: the cause slug (``shared/reference/causes.md``) that ``rdmadoctor explain`` must
+* ``expect_explain``: the cause slug (docs/causes.md) that ``rdmadoctor explain`` must
   name from the two logs alone. Where the logs cannot tell two causes apart, it is what an expert
   would conclude from the logs, the other candidates are in ``alternatives`` and ``notes`` says why.
 * ``expect_check``: the cause that ``rdmadoctor check`` must name when run on the ``faulty`` host
@@ -44,7 +44,7 @@ def pairs_from_env(environ=None) -> List[str]:
         raise ValueError("RDMADOCTOR_LAB_PAIRS: unknown pair(s) %s (known: %s)" % (unknown, ", ".join(PAIRS)))
     return [p for p in PAIR_ORDER if not wanted or p in wanted]
 
-# Slugs of shared/reference/causes.md (a public interface: never renamed).
+# Slugs of docs/causes.md (a public interface: never renamed).
 CAUSES = frozenset("""
 qp-count-mismatch option-mismatch perftest-version-mismatch server-not-running port-in-use
 wrong-peer-address firewall-blocks-port wrong-device-name wrong-gid-index gid-missing
