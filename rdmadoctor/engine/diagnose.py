@@ -91,6 +91,8 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     table = table if table is not None else rule_table.load()
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
+    from rdmadoctor.views import peerperftest
+    view["peer_perftest"] = peerperftest.build(view, runs)      # the peer's perftest against this side's
     ctx = context(parsed, facts_view=view, lang=lang)
     # the facts rules written for a paste's partial facts (`paste = true`) are explain's; check has the host's own
     rules = tuple(r for r in table.of_scope(*LOG_SCOPES, "facts") if not r.paste)

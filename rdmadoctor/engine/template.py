@@ -24,6 +24,7 @@ from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
 from rdmadoctor.views import params
 from rdmadoctor.views import features
 from rdmadoctor.model import Run
+from rdmadoctor.runtime.text import Quoted, shell_words  # noqa: F401 - rules' commands are built quoted
 
 FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
@@ -35,12 +36,6 @@ class Missing(Exception):
     pass
 
 
-class Quoted(str):
-    """Text that is already safe to paste into a POSIX shell as it is (built from shell-quoted words)."""
-
-
-def shell_words(words: Any) -> "Quoted":
-    return Quoted(" ".join(shlex.quote(str(w)) for w in words))
 
 
 def _attr(obj: Any, name: str, ctx: Dict[str, Any]) -> Any:

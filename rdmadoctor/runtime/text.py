@@ -5,6 +5,7 @@
     printable(text, False) the same on one line: newlines and tabs escaped too
     log_value(value)       one field of a log line: a bare word as it is, anything else as a JSON string
                            (quoted, ASCII only, no space or newline to forge another field or line), cut short
+    shell_words(words)     a command a user will paste: each word shell-quoted, the result marked Quoted
 
 A terminal obeys what it is sent: an ESC from a pasted log can set the window title, write the clipboard
 (OSC 52) or hide the text that follows; a U+202E makes a command read differently from what it runs. Escaping
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 # C0 controls but newline and tab, DEL, C1 controls; the bidirectional overrides, isolates and marks; the
@@ -66,3 +68,11 @@ def log_text(text: Any, limit: int = 240) -> str:
         text = text[:limit]
     escaped = json.dumps(text, ensure_ascii=True)[1:-1]
     return escaped + (f"...(+{cut} chars)" if cut > 0 else "")
+
+
+class Quoted(str):
+    """Text that is already safe to paste into a POSIX shell as it is (built from shell-quoted words)."""
+
+
+def shell_words(words: Any) -> Quoted:
+    return Quoted(" ".join(shlex.quote(str(w)) for w in words))

@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, Optional
 
 from rdmadoctor.knowledge import perftest
+from rdmadoctor.views import perftest_procs
 
 # What a rule may know of a process listening on a port: never its command line (a password given on it
 # would end up in a report), and on a peer only the program's name (the agent tells no more).
@@ -171,6 +172,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "firewall_blocks": [],
         "listeners": [{k: l.get(k) for k in LISTENER_FIELDS} for l in listeners.get("tcp_listeners") or []
                       if isinstance(l, dict)],
+        # the perftest processes (collectors/perftest_procs.py); None when not reported (an older agent)
+        "perftest": perftest_procs.described(listeners.get("perftest")),
         "pci": [],
         "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
                        for l in ((kernel.get("log") or {}).get("lines") or [])

@@ -108,9 +108,35 @@ HOST: Dict[str, Any] = {
              "route_error": "why there is no route", "route_type": "unicast | local | ...",
              "is_local": "the address is this host's own", "via_rdma_netdev": "the route leaves through an RDMA netdev",
              "rdma_netdevs": ["a netdev under an RDMA port"], "neighbour": "the neighbour entry's state"},
+    "perftest": ["@perftest"],
+    "peer_perftest": "@peer_perftest",
     "probe": "@probe",
     "remote": VIEW,
     "pair": "@pair",
+}
+
+_PERFTEST = {"tool": "the perftest binary (ib_write_bw ...)", "role": "server | client",
+             "options": {"*": "an option that decides whether two sides meet (canonical long name -> value)"},
+             "port": "its side-channel port (-p, default 18515)", "listening": ["a TCP port it listens on"],
+             "connected": "it holds an established TCP connection (a run in progress)",
+             "rdma_cm": "it runs with -R or -z", "target": "the server address a client aims at",
+             "parsed": "its command line parsed as perftest's", "pid": "its process id (this host only)",
+             "user": "its user (this host only)", "text": "'ib_write_bw on port 18520 with -s 65536'"}
+PEER_PERFTEST: Dict[str, Any] = {
+    "known": "the peer's agent reported its perftest processes",
+    "asked_port": "the port this side's client connects to (the log's -p, else check's --port)",
+    "peer_address": "the peer's address", "log": "a perftest log of this side was given (--log)",
+    "log_tool": "the log's perftest binary", "log_target": "the address the log's client aimed at",
+    "target_differs": "the log's client aimed at none of the peer's addresses (the probed one, its RDMA netdevs')",
+    "servers": ["@perftest"], "clients": ["@perftest"],
+    "waiting": "@perftest", "elsewhere": "@perftest",
+    "differences": [{"name": "the parameter", "label": "how a person calls it", "option": "the option",
+                     "peer": "the peer server's value", "here": "this side's value"}],
+    "differ": "some option differs", "differences_text": "the differences, as a sentence",
+    "qp_count_differs": "the number of QPs is among the differences",
+    "matching": "a server with the same options waits on the asked port",
+    "start_command": "a server command for the peer that matches this side",
+    "summary": "what the peer runs, as a sentence",
 }
 
 PROBE: Dict[str, Any] = {
@@ -188,7 +214,7 @@ BENCH: Dict[str, Any] = {
 BENCH_VIEW: Dict[str, Any] = {"bench": BENCH, "peer_facts": VIEW}
 
 _REFS = {"@probe": PROBE, "@pair": PAIR, "@probe.tcp": PROBE["tcp"][0], "@probe.tcp[]": PROBE["tcp"][0],
-         "@port": HOST["ports"][0], "@listener": _LISTENER}
+         "@port": HOST["ports"][0], "@listener": _LISTENER, "@perftest": _PERFTEST, "@peer_perftest": PEER_PERFTEST}
 
 
 def root(bench: bool = False) -> Dict[str, Any]:
