@@ -58,7 +58,7 @@ def test_both_sides_in_one_paste_with_separators_and_crlf():
 
 
 def test_both_sides_without_separators_or_commands():
-    server = "\n".join(l for l in (SEED / "server.log").read_text().splitlines() if not l.startswith("[root"))
+    server = "\n".join(line for line in (SEED / "server.log").read_text().splitlines() if not line.startswith("[root"))
     client = "\n".join((SEED / "client.log").read_text().splitlines()[1:])
     parsed = parse_text(server + "\n" + client)
     assert [r.side for r in parsed.runs] == ["server", "client"]

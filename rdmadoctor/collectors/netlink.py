@@ -139,18 +139,18 @@ def sysfs_links(ctx: CollectContext) -> List[Dict[str, Any]]:
                     "mtu": ctx.read_int(f"{base}/mtu"), "kind": None,
                     "address": ctx.read_text(f"{base}/address"),
                     "master": ctx.link_name(f"{base}/master")})
-    return sorted(out, key=lambda l: (l["index"] is None, l["index"] or 0))
+    return sorted(out, key=lambda link: (link["index"] is None, link["index"] or 0))
 
 
 def _links(ipr: Any) -> List[Dict[str, Any]]:
     links = list(ipr.get_links())
-    names = {l["index"]: _get(l, "ifname") for l in links}
+    names = {link["index"]: _get(link, "ifname") for link in links}
     out = []
-    for l in links:
-        master = _get(l, "master")
-        out.append({"index": l["index"], "ifname": _get(l, "ifname"), "operstate": _get(l, "operstate"),
-                    "admin_up": bool(l["flags"] & IFF_UP), "carrier": _get(l, "carrier"),
-                    "mtu": _get(l, "mtu"), "kind": _kind(l), "address": _get(l, "address"),
+    for link in links:
+        master = _get(link, "master")
+        out.append({"index": link["index"], "ifname": _get(link, "ifname"), "operstate": _get(link, "operstate"),
+                    "admin_up": bool(link["flags"] & IFF_UP), "carrier": _get(link, "carrier"),
+                    "mtu": _get(link, "mtu"), "kind": _kind(link), "address": _get(link, "address"),
                     "master": names.get(master) if master else None})
     return out
 
@@ -263,7 +263,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         raise Unavailable(f"cannot open rtnetlink: {type(exc).__name__}: {exc}")
     try:
         data["links"] = _links(ipr)
-        names = {l["index"]: l["ifname"] for l in data["links"]}
+        names = {link["index"]: link["ifname"] for link in data["links"]}
         for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours)):
             try:
                 data[key] = fn(ipr, names)

@@ -62,7 +62,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
     listeners = _data(facts, "ports")
     pci = _data(facts, "pci")
 
-    links = {l.get("ifname"): l for l in netlink.get("links") or [] if l.get("ifname")}
+    links = {link.get("ifname"): link for link in netlink.get("links") or [] if link.get("ifname")}
     ipv4 = {}
     for a in netlink.get("addresses") or []:
         if a.get("family") == 4:
@@ -147,9 +147,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "firewall_blocks": [],
         "listeners": listeners.get("tcp_listeners") or [],
         "pci": [],
-        "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
-                       for l in ((kernel.get("log") or {}).get("lines") or [])
-                       if l.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
+        "kernel_log": [{**line, "software": bool(_SOFTWARE_DRIVER.search(str(line.get("text") or "")))}
+                       for line in ((kernel.get("log") or {}).get("lines") or [])
+                       if line.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
         "peer": None,
     }
