@@ -258,32 +258,39 @@ class Probe:
                 self.timeout(phase, started, cm, exchange)
                 child.kill()
                 break
-            kind = event.get("ev")
-            if kind == "phase":
+            if event.get("ev") == "phase":
                 phase = event.get("phase") or "?"
                 started = time.monotonic()
                 deadline = started + opts.deadlines.get(phase, 5.0) + (
                     opts.burst_seconds if phase == "burst" else 0.0)
-            elif kind in ("addr", "route", "setup", "connect"):
-                cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"rdma_cm {kind}: {event.get('state')}")
-            elif kind == "op":
-                exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
-                exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
-            elif kind == "exchange":
-                exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
-                self.data["exchange"] = exchange
-                self.mark(f"exchange: {event.get('state')}")
-            elif kind == "burst":
-                self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
-            elif kind == "error":
-                cm["error"] = event.get("error")
-            elif kind in ("idle", "eof", "fatal", "exit"):
-                if kind != "idle":
-                    cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
-                                                                  f"{child.stderr_tail() or 'no output'}")
+            elif self.record(event, cm, exchange, child):
                 break
+
+    def record(self, event: Dict[str, Any], cm: Dict[str, Any], exchange: Dict[str, Any],
+               child: child_mod.Child) -> bool:
+        """Keeps what one event of the verbs child says; True when the child is done with the instruction."""
+        kind = event.get("ev")
+        if kind in ("addr", "route", "setup", "connect"):
+            cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"rdma_cm {kind}: {event.get('state')}")
+        elif kind == "op":
+            exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
+            exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
+        elif kind == "exchange":
+            exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
+            self.data["exchange"] = exchange
+            self.mark(f"exchange: {event.get('state')}")
+        elif kind == "burst":
+            self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
+        elif kind == "error":
+            cm["error"] = event.get("error")
+        elif kind in ("idle", "eof", "fatal", "exit"):
+            if kind != "idle":
+                cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
+                                                              f"{child.stderr_tail() or 'no output'}")
+            return True
+        return False
 
     def timeout(self, phase: str, started: float, cm: Dict[str, Any], exchange: Dict[str, Any]) -> None:
         seconds = round(time.monotonic() - started, 3)
