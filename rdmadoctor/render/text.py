@@ -34,30 +34,37 @@ def _finding(console: Console, f: Finding, verbose: bool) -> None:
     console.print(head)
     console.print(Text("    " + f.title, style="bold"))
     console.print(Text("    " + f.explanation.replace("\n\n", "\n    ")), soft_wrap=False)
-    if f.evidence:
-        console.print("    [dim]Evidence:[/]")
-        for e in f.evidence[:8]:
-            where = f"{e.source}:{e.line}" if e.line else e.source
-            line = Text(f"      {where:<24} ", style="dim")
-            line.append(e.text, style="yellow")
-            if e.note:
-                line.append(f"   ({e.note})", style="dim")
-            console.print(line, soft_wrap=True)
-        if len(f.evidence) > 8:
-            console.print(f"      [dim]… {len(f.evidence) - 8} more[/]")
-    if f.fix:
-        console.print("    [dim]Fix:[/]")
-        for fix in f.fix:
-            console.print(Text("      → " + fix, style="green"))
+    _evidence(console, f)
+    _steps(console, "Fix", "→", f.fix, "green")
     if f.kind == "symptom":
         console.print(Text("    Could be: " + ", ".join(f.candidates), style="magenta"))
-    if f.next_steps:
-        console.print("    [dim]Next:[/]")
-        for step in f.next_steps:
-            console.print(Text("      • " + step))
+    _steps(console, "Next", "•", f.next_steps, "")
     if verbose and f.refs:
         console.print(Text("    Refs: " + "; ".join(f.refs), style="dim"))
     console.print()
+
+
+def _evidence(console: Console, f: Finding, shown: int = 8) -> None:
+    if not f.evidence:
+        return
+    console.print("    [dim]Evidence:[/]")
+    for e in f.evidence[:shown]:
+        where = f"{e.source}:{e.line}" if e.line else e.source
+        line = Text(f"      {where:<24} ", style="dim")
+        line.append(e.text, style="yellow")
+        if e.note:
+            line.append(f"   ({e.note})", style="dim")
+        console.print(line, soft_wrap=True)
+    if len(f.evidence) > shown:
+        console.print(f"      [dim]… {len(f.evidence) - shown} more[/]")
+
+
+def _steps(console: Console, title: str, bullet: str, steps: List[str], style: str) -> None:
+    if not steps:
+        return
+    console.print(f"    [dim]{title}:[/]")
+    for step in steps:
+        console.print(Text(f"      {bullet} " + step, style=style))
 
 
 def _bench_table(console: Console, bench: dict) -> None:
@@ -80,6 +87,29 @@ def _combo_label(r: dict) -> str:
 
 
 def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
+    _verdict(d, console)
+    if d.bench:
+        _bench_table(console, d.bench)
+    if d.rungs:
+        _ladder(d, console)
+    live: List[Finding] = [f for f in d.findings if f.explained_by is None]
+    explained = [f for f in d.findings if f.explained_by is not None]
+    if live:
+        console.print("[bold]Findings[/]")
+        for f in live:
+            _finding(console, f, verbose)
+    if explained:
+        console.print(f"[bold]Explained by the findings above[/] [dim]({len(explained)})[/]")
+        for f in explained:
+            if verbose:
+                _finding(console, f, verbose)
+            else:
+                glyph, style = SEVERITY_GLYPH[f.severity]
+                console.print(Text(f"  {glyph} {f.rule}: {f.title}  ← {f.explained_by}", style="dim"))
+        console.print()
+
+
+def _verdict(d: Diagnosis, console: Console) -> None:
     v = d.verdict
     label, style = STATUS_STYLE[v.status]
     title = Text()
@@ -103,32 +133,13 @@ def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
         console.print(Text("  Note: " + note, style="dim"))
     console.print()
 
-    if d.bench:
-        _bench_table(console, d.bench)
 
-    if d.rungs:
-        console.print("[bold]Ladder[/]")
-        for r in d.rungs:
-            glyph, gstyle = RUNG_GLYPH[r.state]
-            line = Text(f"  {glyph} ", style=gstyle)
-            line.append(f"{r.title:<34}", style="bold" if r.state == "failed" else "")
-            line.append(r.detail, style="dim")
-            console.print(line)
-        console.print()
-
-    live: List[Finding] = [f for f in d.findings if f.explained_by is None]
-    explained = [f for f in d.findings if f.explained_by is not None]
-    if live:
-        console.print("[bold]Findings[/]")
-        for f in live:
-            _finding(console, f, verbose)
-    if explained:
-        console.print(f"[bold]Explained by the findings above[/] [dim]({len(explained)})[/]")
-        for f in explained:
-            if verbose:
-                _finding(console, f, verbose)
-            else:
-                glyph, style = SEVERITY_GLYPH[f.severity]
-                console.print(Text(f"  {glyph} {f.rule}: {f.title}  ← {f.explained_by}", style="dim"))
-        console.print()
-
+def _ladder(d: Diagnosis, console: Console) -> None:
+    console.print("[bold]Ladder[/]")
+    for r in d.rungs:
+        glyph, gstyle = RUNG_GLYPH[r.state]
+        line = Text(f"  {glyph} ", style=gstyle)
+        line.append(f"{r.title:<34}", style="bold" if r.state == "failed" else "")
+        line.append(r.detail, style="dim")
+        console.print(line)
+    console.print()
