@@ -25,30 +25,41 @@ def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
 
 
 def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """Where a rule is tried: each run (with its partner), each server/client pair, the whole input once,
+    or the facts view (once, or once an item of its `each` list)."""
+    if rule.scope in ("facts", "bench"):
+        return _fact_scopes(rule, runs, ctx)
     matched = pairs(runs)
+    if rule.scope == "run":
+        return _run_scopes(runs, matched, ctx)
+    if rule.scope == "pair":
+        return (Scope(list(runs), ctx, server=s, client=c) for s, c in matched)
+    if rule.scope == "input":
+        s, c = matched[0] if matched else (None, None)
+        return [Scope(list(runs), ctx, server=s, client=c)]
+    return []
+
+
+def _run_scopes(runs: Sequence[Run], matched: List[Tuple[Run, Run]], ctx: Dict[str, Any]) -> Iterable[Scope]:
     partner = {}
     for s, c in matched:
         partner[id(s)] = (s, c)
         partner[id(c)] = (s, c)
-    if rule.scope == "run":
-        for run in runs:
-            s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
-            yield Scope(list(runs), ctx, run=run, server=s, client=c)
-    elif rule.scope == "pair":
-        for s, c in matched:
-            yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope == "input":
-        s, c = matched[0] if matched else (None, None)
-        yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope in ("facts", "bench"):
-        view = ctx.get("facts_view")
-        if view is None or (rule.scope == "bench") != ("bench" in view):
-            return
-        if rule.each:
-            for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
-                yield Scope(list(runs), ctx, item=item)
-        else:
-            yield Scope(list(runs), ctx)
+    for run in runs:
+        s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
+        yield Scope(list(runs), ctx, run=run, server=s, client=c)
+
+
+def _fact_scopes(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """A bench rule is tried on a bench view only, a fact rule on a host's view only."""
+    view = ctx.get("facts_view")
+    if view is None or (rule.scope == "bench") != ("bench" in view):
+        return
+    if rule.each:
+        for item in conditions._lookup(view, rule.each) or []:
+            yield Scope(list(runs), ctx, item=item)
+    else:
+        yield Scope(list(runs), ctx)
 
 
 def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Optional[str]:
