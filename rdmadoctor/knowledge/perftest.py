@@ -177,29 +177,37 @@ def validate(tool: str, options: Dict[str, object]) -> RunSpec:
     """Check a tool and its options against the allowlist; raise PlanError naming what is refused."""
     if tool not in BENCH_TOOLS:
         raise PlanError(f"tool {tool!r} is not allowed (allowed: {', '.join(BENCH_TOOLS)})")
-    clean: Dict[str, object] = {}
-    for name, value in options.items():
-        if name not in ALLOWED:
-            raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
-        pattern = ALLOWED[name][0]
-        if pattern is None:
-            if value not in (True, "true", "1", 1):
-                raise PlanError(f"option {name!r} is a flag and takes no value")
-            clean[name] = True
-            continue
-        text = str(value)
-        if not re.fullmatch(pattern, text):
-            raise PlanError(f"option {name!r}: {text!r} is not a valid value")
-        clean[name] = text
-    if int(clean.get("qp", 1)) < 1 or int(clean.get("qp", 1)) > MAX_QPS:
+    clean = {name: _allowed_value(name, value) for name, value in options.items()}
+    _check_combination(tool, clean)
+    return RunSpec(tool, tuple(sorted(clean.items())))
+
+
+def _allowed_value(name: str, value: object) -> object:
+    """The option's value as it will be passed (True for a flag), or PlanError."""
+    if name not in ALLOWED:
+        raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
+    pattern = ALLOWED[name][0]
+    if pattern is None:
+        if value not in (True, "true", "1", 1):
+            raise PlanError(f"option {name!r} is a flag and takes no value")
+        return True
+    text = str(value)
+    if not re.fullmatch(pattern, text):
+        raise PlanError(f"option {name!r}: {text!r} is not a valid value")
+    return text
+
+
+def _check_combination(tool: str, clean: Dict[str, object]) -> None:
+    """What perftest itself refuses: QP and size bounds, several QPs on a latency test, -D with -n."""
+    qps = int(str(clean.get("qp", 1)))
+    if qps < 1 or qps > MAX_QPS:
         raise PlanError(f"--qp must be between 1 and {MAX_QPS}")
-    if "size" in clean and not 1 <= int(clean["size"]) <= MAX_SIZE:
+    if "size" in clean and not 1 <= int(str(clean["size"])) <= MAX_SIZE:
         raise PlanError(f"--size must be between 1 and {MAX_SIZE}")
-    if tool.endswith("_lat") and int(clean.get("qp", 1)) > 1:
+    if tool.endswith("_lat") and qps > 1:
         raise PlanError("latency tests run one QP (perftest: 'Multiple QPs only available on bw tests')")
     if "duration" in clean and "iters" in clean:
         raise PlanError("--duration and --iters exclude each other")
-    return RunSpec(tool, tuple(sorted(clean.items())))
 
 
 def expected_seconds(spec: RunSpec) -> float:
