@@ -24,9 +24,11 @@ import datetime as _dt
 import socket
 import threading
 import time
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT as PERFTEST_PORT
 from rdmadoctor.probe import protocol as proto
 from rdmadoctor.probe.agent_client import AgentFailure, AgentSession, connect as agent_connect
 from rdmadoctor.probe import child as child_mod
@@ -60,7 +62,7 @@ class ProbeOptions:
     agent_port: int = proto.DEFAULT_PORT
     token: Optional[bytes] = None
     perftest_port: Optional[int] = None       # also try a TCP connect to the peer's perftest port
-    facts_port: int = 18515                   # the perftest port the peer's facts are asked about
+    facts_port: int = PERFTEST_PORT           # the perftest port the peer's facts are asked about
     burst_seconds: float = 1.0
     deadlines: Dict[str, float] = field(default_factory=lambda: dict(DEADLINES))
     tcp_timeout: float = TCP_TIMEOUT

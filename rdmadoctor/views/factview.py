@@ -49,7 +49,7 @@ def _width(value: Any) -> Optional[int]:
         return None
 
 
-def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) -> Dict[str, Any]:
+def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
     readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
     reasons = {name: s.get("reason") for name, s in sections.items() if s.get("status") != "ok"}

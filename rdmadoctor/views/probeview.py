@@ -17,6 +17,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT
+
 RUNG_TITLES = {
     1: "Peer 1: local port and address",
     2: "Peer 2: route, peer answers",
@@ -143,7 +145,7 @@ def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
     pair["v1_only"] = "RoCE v1" in (pair["gid_type"]["local"], pair["gid_type"]["remote"])
     pair["remote_port_active"] = None if rp is None else rp.get("state") == "ACTIVE"
     pair["remote_listeners"] = [listener for listener in remote.get("listeners") or []
-                                if listener.get("port") == (remote.get("host") or {}).get("port", 18515)]
+                                if listener.get("port") == (remote.get("host") or {}).get("port", DEFAULT_PORT)]
     return pair
 
 
