@@ -108,7 +108,8 @@ def test_latency_rows_and_duration_rows():
         "    \t\t3.61   \n")
     run = parse_text(text).runs[0]
     assert run.results[0].kind == "lat" and run.results[0].values["t_typical"] == pytest.approx(1.01)
-    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n 2       123456            1.10        901234.00\n")
+    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n"
+                     " 2       123456            1.10        901234.00\n")
     assert dur.runs[0].results[0].kind == "lat_dur"
 
 

@@ -170,6 +170,8 @@ class CollectContext:
         st = os.stat(self.path(rel))
         import stat as _stat
         kind = "char" if _stat.S_ISCHR(st.st_mode) else "dir" if _stat.S_ISDIR(st.st_mode) else "other"
+        readable: Optional[bool]
+        writable: Optional[bool]
         if self.live:
             readable, writable = os.access(self.path(rel), os.R_OK), os.access(self.path(rel), os.W_OK)
         else:

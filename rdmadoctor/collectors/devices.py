@@ -27,18 +27,19 @@ TIMEOUT = 25.0
 IB = "/sys/class/infiniband"
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
-# ABI-stable values (rdma-core libibverbs/verbs.h, devinfo.c): compare ints, not enum import paths.
-PORT_STATE = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
-PHYS_STATE = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
-              6: "LinkErrorRecovery", 7: "PhyTest"}
-LINK_LAYER = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
-MTU = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
-WIDTH = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
-SPEED_GBPS = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
-NODE_TYPE = {1: "CA", 2: "Switch", 3: "Router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP", 7: "unspecified"}
-TRANSPORT = {0: "InfiniBand", 1: "iWARP", 2: "usNIC", 3: "usNIC UDP", 4: "unspecified"}
-GID_ENTRY_TYPE = {0: "IB", 1: "IB/RoCE v1", 2: "RoCE v2"}          # GIDEntry.gid_type (ibv_gid_type)
-SYSFS_GID_TYPE = {0: "IB/RoCE v1", 1: "RoCE v2"}                   # ibv_query_gid_type (ibv_gid_type_sysfs)
+# ABI-stable values (rdma-core libibverbs/verbs.h, devinfo.c): compare ints, not enum import paths. The keys
+# are whatever the pyverbs child's JSON holds: an unknown value is kept as it came.
+PORT_STATE: Dict[Any, str] = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+PHYS_STATE: Dict[Any, str] = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
+                              6: "LinkErrorRecovery", 7: "PhyTest"}
+LINK_LAYER: Dict[Any, str] = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
+MTU: Dict[Any, int] = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+WIDTH: Dict[Any, int] = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
+SPEED_GBPS: Dict[Any, float] = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
+NODE_TYPE: Dict[Any, str] = {1: "CA", 2: "Switch", 3: "Router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP", 7: "unspecified"}
+TRANSPORT: Dict[Any, str] = {0: "InfiniBand", 1: "iWARP", 2: "usNIC", 3: "usNIC UDP", 4: "unspecified"}
+GID_ENTRY_TYPE: Dict[Any, str] = {0: "IB", 1: "IB/RoCE v1", 2: "RoCE v2"}    # GIDEntry.gid_type (ibv_gid_type)
+SYSFS_GID_TYPE: Dict[Any, str] = {0: "IB/RoCE v1", 1: "RoCE v2"}    # ibv_query_gid_type (ibv_gid_type_sysfs)
 # node_type (sysfs "1: CA") -> transport, as libibverbs derives it (ibv_node_type_str / transport)
 NODE_TRANSPORT = {"CA": "InfiniBand", "Switch": "InfiniBand", "Router": "InfiniBand", "RNIC": "iWARP",
                   "usNIC": "usNIC", "usNIC UDP": "usNIC UDP"}
@@ -457,8 +458,8 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     _counter_deltas(ctx, devices, first, sample_from)
     ctx.source = "pyverbs+sysfs" if verbs_ok else "sysfs"
     uverbs = [u for u in ctx.listdir("/sys/class/infiniband_verbs") if u.startswith("uverbs")]
-    summary = {k: pyverbs[k] for k in ("available", "version", "python", "error_kind", "error", "errno")
-               if k in pyverbs}
+    summary: Dict[str, Any] = {k: pyverbs[k] for k in ("available", "version", "python", "error_kind", "error",
+                                                       "errno") if k in pyverbs}
     if "devices" in pyverbs:
         summary["devices"] = [v.get("name") for v in pyverbs["devices"]]
     data: Dict[str, Any] = {

@@ -157,7 +157,8 @@ def _in_range(v: Any, bounds: Any) -> Any:
     try:
         if isinstance(v, int):
             return int(lo) <= v <= int(hi)
-        return ipaddress.ip_address(lo) <= ipaddress.ip_address(v) <= ipaddress.ip_address(hi)
+        address: Any = ipaddress.ip_address(v)               # IPv4 against IPv6: TypeError, unknown
+        return ipaddress.ip_address(lo) <= address <= ipaddress.ip_address(hi)
     except (ValueError, TypeError):
         return UNKNOWN
 
@@ -202,7 +203,7 @@ class Ruleset:
                 self.rules.setdefault((r["family"], r["table"], r["chain"]), []).append(r)
                 self.rule_count += 1
             elif "set" in o or "map" in o:
-                s = o.get("set") or o.get("map")
+                s: Any = o.get("set") or o.get("map")
                 self.sets[(s["family"], s["table"], s["name"])] = s
 
     def where(self, key: Tuple[str, str, str], rule: Optional[Dict[str, Any]] = None) -> str:
@@ -275,7 +276,7 @@ class Ruleset:
 
     def _apply(self, verb: str, arg: Any, key, where: str, pkt: Packet, nat: bool, depth: int, certain: bool):
         if verb in ("jump", "goto"):
-            target = (key[0], key[1], (arg or {}).get("target"))
+            target: Any = (key[0], key[1], (arg or {}).get("target"))
             v, why = self.run_chain(target, pkt, nat, depth + 1)
             if v in ("continue", "return"):
                 if verb == "jump":

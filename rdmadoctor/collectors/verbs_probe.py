@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sys
+from typing import Any, Dict  # noqa: F401 - named in type comments (this file runs on the system's Python)
 
 DEVICE_ATTRS = ("fw_version", "node_guid", "sys_image_guid", "max_mr_size", "page_size_cap", "vendor_id",
                 "vendor_part_id", "hw_ver", "max_qp", "max_qp_wr", "device_cap_flags", "max_sge",
@@ -71,7 +72,8 @@ def probe():
 def _device(d, dev, PyverbsError):
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     ent = {"name": name, "node_type": int(dev.node_type), "transport_type": int(dev.transport_type),
-           "guid": "%016x" % int(dev.guid), "index": getattr(dev, "index", None), "ports": []}
+           "guid": "%016x" % int(dev.guid), "index": getattr(dev, "index", None),
+           "ports": []}  # type: Dict[str, Any]
     try:
         ctx = d.Context(name=name)
     except PyverbsError as exc:             # EACCES on /dev/infiniband/uverbsN, ...

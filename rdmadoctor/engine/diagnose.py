@@ -127,7 +127,8 @@ def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional
 
 
 def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Optional[Dict[str, Any]] = None,
-          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10, table: Optional[Table] = None) -> Diagnosis:
+          earlier: Optional[Dict[str, Any]] = None, threshold: float = 0.10,
+          table: Optional[Table] = None) -> Diagnosis:
     """A sweep's outcome: every failed combination explained from its own two logs, shortfalls against the
     link rate attributed with the hosts' facts, regressions against an earlier sweep."""
     from rdmadoctor.views import factview
@@ -136,7 +137,8 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
     # --link-rate, else the slower of the two hosts' port rates when both are known
     host_rates = [factview.link_rate_gbps(v) for v in (view, view["peer_facts"]) if v]
-    rate = result.link_rate_gbps or (min(host_rates) if host_rates and all(host_rates) else None)
+    known = [r for r in host_rates if r]
+    rate = result.link_rate_gbps or (min(known) if host_rates and len(known) == len(host_rates) else None)
     findings = []
     memlock_short: List[Dict[str, Any]] = []
     for combo in result.results:

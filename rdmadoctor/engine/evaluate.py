@@ -41,13 +41,14 @@ def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable
 
 
 def _run_scopes(runs: Sequence[Run], matched: List[Tuple[Run, Run]], ctx: Dict[str, Any]) -> Iterable[Scope]:
-    partner = {}
+    partner: Dict[int, Tuple[Optional[Run], Optional[Run]]] = {}
     for s, c in matched:
         partner[id(s)] = (s, c)
         partner[id(c)] = (s, c)
     for run in runs:
-        s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
-        yield Scope(list(runs), ctx, run=run, server=s, client=c)
+        server, client = partner.get(id(run), (run if run.side == "server" else None,
+                                               run if run.side == "client" else None))
+        yield Scope(list(runs), ctx, run=run, server=server, client=client)
 
 
 def _fact_scopes(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
@@ -134,7 +135,8 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.title),
                    explanation=render(rule.why).strip(), evidence=evidence, fix=[render(f) for f in rule.fix],
                    confidence=rule.confidence, kind=rule.kind, candidates=list(rule.candidates),
-                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+                   next_steps=[render(s) for s in rule.next_steps], refs=list(rule.refs), rung=rule.rung,
+                   probe_rung=rule.probe_rung, key=key)
 
 
 def reflow(text: str) -> str:
@@ -153,14 +155,14 @@ def _default_key(scope: Scope) -> str:
     return "|".join(parts) or "input"
 
 
-def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
-    table = table if table is not None else rule_table.load()
-    found: Dict[Tuple[str, str], Finding] = {}
+def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
+    rules = list(table if table is not None else rule_table.load())
+    found: Dict[Tuple[str, Optional[str]], Finding] = {}
     ctx.pop("cited", None)
     for stage in (False, True):                 # fallback rules see what the others left unexplained
         if stage:
             ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
-        for rule in table:
+        for rule in rules:
             if rule.fallback != stage:
                 continue
             for scope in scopes_for(rule, runs, ctx):
@@ -177,12 +179,12 @@ def _rank(f: Finding, order: Dict[str, int], priority: Dict[str, int]) -> Tuple:
             -priority.get(f.rule, 0), rung, order.get(f.rule, 0))
 
 
-def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
+def rank(findings: List[Finding], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
     """Mark what each cause explains, then order: unexplained before explained, worst first."""
-    table = table if table is not None else rule_table.load()
-    by_id = {r.id: r for r in table}
-    order = {r.id: i for i, r in enumerate(table)}
-    priority = {r.id: r.priority for r in table}
+    rules = list(table if table is not None else rule_table.load())
+    by_id = {r.id: r for r in rules}
+    order = {r.id: i for i, r in enumerate(rules)}
+    priority = {r.id: r.priority for r in rules}
     ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
     # A cause explains the symptoms it produces; a symptom may also explain (supersede) a finding whose
     # conclusion it shows to be premature (e.g. "rejected" with many QPs is not just "no server").

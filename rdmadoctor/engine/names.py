@@ -87,12 +87,13 @@ class _Checker:
         return item
 
     def fix_command(self, rule: Rule, item: Optional[Dict[str, Any]], bench: bool, ids: Set[str]) -> None:
-        for value in (rule.fix_command.get("set") or {}).values():
+        spec = rule.fix_command or {}
+        for value in (spec.get("set") or {}).values():
             self.template(rule, str(value), "fix_command", item, bench, ids)
-        for option in rule.fix_command.get("remove") or []:
+        for option in spec.get("remove") or []:
             if option not in LONG:
                 self.error(rule, f"fix_command removes {option!r}, not a perftest option")
-        for option in rule.fix_command.get("set") or {}:
+        for option in spec.get("set") or {}:
             if option not in LONG:
                 self.error(rule, f"fix_command sets {option!r}, not a perftest option")
 

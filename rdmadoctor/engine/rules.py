@@ -168,7 +168,7 @@ def _translation_errors(entry: Dict[str, Any]) -> List[str]:
 
 def _rule_from(entry: Dict[str, Any], file: str, directory: str) -> Rule:
     tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs", "case")
-    values = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
+    values: Dict[str, Any] = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
     return Rule(file=file, directory=directory, **values)
 
 

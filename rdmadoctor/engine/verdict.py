@@ -102,7 +102,8 @@ def _health_of_host(ladders: Ladders) -> Verdict:
                        [], steps)
     skipped = [r.name for r in ladders.all if r.state == "not-inspected"]
     if skipped:
-        return Verdict("ok", None, None, f"No problem found in what could be read (not inspected: {', '.join(skipped)})")
+        return Verdict("ok", None, None,
+                       f"No problem found in what could be read (not inspected: {', '.join(skipped)})")
     return Verdict("ok", None, None, "No problem found")
 
 

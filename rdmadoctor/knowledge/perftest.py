@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-# getopt short string of every generation read: "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
+# getopt short string of every generation read:
+# "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
 SHORT: Dict[str, Tuple[str, bool]] = {
     "w": ("limit_bw", True), "y": ("limit_msgrate", True), "p": ("port", True), "d": ("ib-dev", True),
     "i": ("ib-port", True), "m": ("mtu", True), "s": ("size", True), "n": ("iters", True),
@@ -110,7 +111,8 @@ NEGOTIATED_FIELDS = {
 
 
 # -- what bench may run -------------------------------------------------------------------------------------
-# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need root and MACs: not offered).
+# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need
+# root and MACs: not offered).
 BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat", "ib_read_lat",
          "ib_send_lat", "ib_atomic_lat")
 

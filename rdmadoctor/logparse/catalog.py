@@ -172,10 +172,10 @@ class Catalog:
         """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known."""
         matches: List[Match] = []
         for pattern in self.candidates(words if words is not None else line_words(line)):
-            for m in pattern.regex.finditer(line):
-                if m.end() > m.start():
-                    matches.append(Match(pattern, m.start(), m.end(), m.group(0),
-                                         {k: v for k, v in m.groupdict().items() if v is not None}))
+            for found in pattern.regex.finditer(line):
+                if found.end() > found.start():
+                    matches.append(Match(pattern, found.start(), found.end(), found.group(0),
+                                         {k: v for k, v in found.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
         matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.start))
@@ -279,7 +279,8 @@ def load() -> Catalog:
     return Catalog(_curated() + _generated())
 
 
-def split_points(matches: List[Match]) -> List[Tuple[int, int]]:
-    """Spans of a line between message starts (used to unflatten a joined paste)."""
+def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:
+    """Spans of a line between message starts (used to unflatten a joined paste); the last runs to the end."""
     starts = sorted({m.start for m in matches})
-    return list(zip(starts, starts[1:] + [None]))
+    ends: List[Optional[int]] = [*starts[1:], None]
+    return list(zip(starts, ends))

@@ -189,8 +189,8 @@ class Probe:
             self.peer_error = f"the agent did not give its facts: {exc.code}: {exc.message}"
             self.mark(f"agent: facts failed ({exc.code})")
 
-    def perftest_thread(self) -> None:
-        _, outcome = reach.tcp_connect(self.opts.peer, int(self.opts.perftest_port), self.opts.tcp_timeout,
+    def perftest_thread(self, port: int) -> None:
+        _, outcome = reach.tcp_connect(self.opts.peer, int(port), self.opts.tcp_timeout,
                                        source=self.source.get("address"))
         outcome["role"] = "perftest"
         with self.lock:
@@ -240,7 +240,8 @@ class Probe:
 
     def connect(self, child: child_mod.Child, agent: bool) -> None:
         opts = self.opts
-        port = int(self.listen.get("rdma_port")) if agent and self.listen else opts.agent_port + 1
+        rdma_port: Any = (self.listen or {}).get("rdma_port")
+        port = int(rdma_port) if agent and self.listen else opts.agent_port + 1
         dst = (self.listen or {}).get("address") if agent else None
         instr = {"op": "connect", "dst": dst or opts.peer, "src": None, "port": port, "exchange": agent,
                  "nonce": (self.listen or {}).get("nonce") if agent else None, "burst_seconds": opts.burst_seconds}
@@ -314,7 +315,8 @@ class Probe:
         threads: List[threading.Thread] = [threading.Thread(target=self.agent_thread, daemon=True,
                                                             name="rdmadoctor-probe-agent")]
         if self.opts.perftest_port:
-            threads.append(threading.Thread(target=self.perftest_thread, daemon=True, name="rdmadoctor-probe-tcp"))
+            threads.append(threading.Thread(target=self.perftest_thread, args=(self.opts.perftest_port,), daemon=True,
+                                            name="rdmadoctor-probe-tcp"))
         for t in threads:
             t.start()
         try:

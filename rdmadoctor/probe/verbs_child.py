@@ -37,6 +37,7 @@ import os
 import struct
 import sys
 import time
+from typing import Any, Dict  # noqa: F401 - named in type comments (this file runs on the system's Python)
 
 T0 = time.monotonic()
 
@@ -158,7 +159,7 @@ def device_of(cmid):
 
 
 def read_counters(dev, port):
-    out = {}
+    out = {}  # type: Dict[str, Dict[str, int]]
     if not dev or not port:
         return out
     for kind in ("counters", "hw_counters"):
@@ -316,7 +317,7 @@ class Client(object):
         return result, failure
 
     def exchange(self, cid, mrs, nonce):
-        report = {"ops": {}, "state": "passed"}
+        report = {"ops": {}, "state": "passed"}  # type: Dict[str, Any]
         ex = Exchange(cid, mrs, nonce)
         fields, fail = self.step("info", ex.info)
         if fail:
@@ -386,7 +387,7 @@ class Exchange(object):
 
     def __init__(self, cid, mrs, nonce):
         self.cid, self.mrs, self.nonce = cid, mrs, nonce
-        self.remote = None          # the listener's INFO: its buffers' addresses, rkeys and lengths
+        self.remote = None  # type: Any  # the listener's INFO: its buffers' addresses, rkeys and lengths
 
     def info(self):
         fail = completion(self.cid.get_recv_comp(), "recv info")
@@ -467,7 +468,7 @@ class Listener(object):
         self.v, self.nonce = verbs, nonce
         self.channel = verbs.CMEventChannel()
         self.lid = verbs.CMID(creator=self.channel, port_space=RDMA_PS_TCP)
-        self.child = None
+        self.child = None  # type: Any
 
     def close(self):
         close_all(self.child, self.lid, self.channel)

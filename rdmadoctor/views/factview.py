@@ -8,7 +8,7 @@ rule can iterate with `each = "ports"`. Nothing here judges: it only joins and d
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from rdmadoctor.knowledge import perftest
 
@@ -49,7 +49,8 @@ def _width(value: Any) -> Optional[int]:
         return None
 
 
-def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
+def build(facts: Dict[str, Any], peer: Optional[str] = None,
+          port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
     readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
     reasons = {name: s.get("reason") for name, s in sections.items() if s.get("status") != "ok"}
@@ -63,7 +64,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = perftes
     pci = _data(facts, "pci")
 
     links = {link.get("ifname"): link for link in netlink.get("links") or [] if link.get("ifname")}
-    ipv4 = {}
+    ipv4: Dict[Any, List[Any]] = {}
     for a in netlink.get("addresses") or []:
         if a.get("family") == 4:
             ipv4.setdefault(a.get("ifname"), []).append(a.get("address"))

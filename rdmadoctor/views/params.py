@@ -89,7 +89,9 @@ def field(key: str, shows: str, convert: Convert = _same) -> Reader:
     """A line of the header box: run.header[key], quoted as `shows` with the text perftest printed."""
     def read(run: Run) -> Optional[Value]:
         f = run.header.get(key)
-        value = convert(f.value) if f else None
+        if f is None:
+            return None
+        value = convert(f.value)
         return None if value is None else Value(value, "header", f.line, shows.format(f.value))
     return read
 
@@ -97,7 +99,9 @@ def field(key: str, shows: str, convert: Convert = _same) -> Reader:
 def test_field(key: str, convert: Convert = _same) -> Reader:
     """A field of the test-name line ("RDMA_Write BW Test"), quoted whole."""
     def read(run: Run) -> Optional[Value]:
-        value = convert(run.test.get(key)) if run.test and run.test_name else None
+        if not run.test or run.test_name is None:
+            return None
+        value = convert(run.test.get(key))
         return None if value is None else Value(value, "header", run.test_name.line, run.test_name.value)
     return read
 

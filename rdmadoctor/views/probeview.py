@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rdmadoctor.knowledge.perftest import DEFAULT_PORT
 
@@ -332,7 +332,8 @@ def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out + [exchange_rung(pv), burst_rung(pv)]
 
 
-def _port_down(view: Dict[str, Any], lp: Optional[Dict[str, Any]], addresses_known: bool) -> Optional[tuple]:
+def _port_down(view: Dict[str, Any], lp: Optional[Dict[str, Any]],
+               addresses_known: bool) -> Optional[Tuple[str, str]]:
     """(word, detail) when this host's port cannot carry the test."""
     if (view.get("rdma") or {}).get("device_count", 0) == 0:
         return "no-device", "this host has no RDMA device"
@@ -357,8 +358,9 @@ def port_rung(pv: Dict[str, Any], view: Dict[str, Any], seen: Seen) -> Dict[str,
         return _rung(1, "not-inspected", "unknown", "could not read this host's RDMA devices")
     lp, addresses_known = seen.port, bool(seen.readable.get("netlink"))
     down = _port_down(view, lp, addresses_known)
-    if down or lp is None:
-        return _rung(1, "failed", *(down or ("no-port", "no RDMA port found")))
+    if down is not None or lp is None:
+        word, detail = down or ("no-port", "no RDMA port found")
+        return _rung(1, "failed", word, detail)
     addresses = (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else
                  "" if addresses_known else " (its addresses were not read)")
     return _rung(1, "passed", "passed", f"{lp['label']} ACTIVE, {lp.get('netdev') or 'no netdev'} up{addresses}")
@@ -375,7 +377,7 @@ def _reach_evidence(pv: Dict[str, Any]) -> List[str]:
     return evidence
 
 
-def _route_failure(pv: Dict[str, Any], peer: Dict[str, Any]) -> Optional[tuple]:
+def _route_failure(pv: Dict[str, Any], peer: Dict[str, Any]) -> Optional[Tuple[str, str]]:
     """(word, detail) when the route to the peer is wrong before any packet."""
     if peer.get("route_error"):
         return "no-route", f"no route to {pv['peer']} ({peer['route_error']})"
@@ -387,7 +389,7 @@ def _route_failure(pv: Dict[str, Any], peer: Dict[str, Any]) -> Optional[tuple]:
     return None
 
 
-def _reach_failure(pv: Dict[str, Any]) -> Optional[tuple]:
+def _reach_failure(pv: Dict[str, Any]) -> Optional[Tuple[str, str]]:
     """(word, detail) when packets to the peer are rejected, filtered or unanswered."""
     agent = pv["agent_tcp"]
     if pv["tcp_rejected"]:
@@ -411,7 +413,8 @@ def reach_rung(pv: Dict[str, Any], seen: Seen) -> Dict[str, Any]:
     evidence = _reach_evidence(pv)
     failure = _route_failure(pv, seen.peer) or _reach_failure(pv)
     if failure:
-        return _rung(2, "failed", *failure, seconds, evidence)
+        word, detail = failure
+        return _rung(2, "failed", word, detail, seconds, evidence)
     if agent in ("open", "refused") or (pv["perftest_port"] or {}).get("state") in ("open", "refused"):
         detail = f"{pv['peer']} answers: " + "; ".join(
             f"TCP {t.get('port')} {t.get('state')}" + (" (no rdmadoctor agent)" if t.get("role") == "agent" and
@@ -505,7 +508,7 @@ def exchange_rung(pv: Dict[str, Any]) -> Dict[str, Any]:
                                             "verified byte for byte on both sides", ex.get("seconds"))
     failure = ex.get("failure") or {}
     what = failure.get("mismatch") or failure.get("status_name") or failure.get("error") or ex.get("state")
-    word = ex.get("state") if ex.get("state") in ("mismatch", "timeout") else "failed"
+    word = "mismatch" if ex.get("state") == "mismatch" else ("timeout" if ex.get("state") == "timeout" else "failed")
     return _rung(6, "failed", word, f"{ex.get('failed_op') or 'exchange'}: {what}", ex.get("seconds"))
 
 

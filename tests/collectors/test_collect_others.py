@@ -98,7 +98,8 @@ def test_limits_conf_and_unlimited(tmp_path):
     assert data["memlock"] == {"soft": 65536, "hard": None, "unit": "bytes"}
     assert data["cap_ipc_lock"] is False
     assert [(e["file"], e["line"], e["domain"], e["value"]) for e in data["limits_conf"]] == [
-        ("/etc/security/limits.conf", 2, "*", "65536"), ("/etc/security/limits.d/90-rdma.conf", 1, "@rdma", "unlimited")]
+        ("/etc/security/limits.conf", 2, "*", "65536"),
+        ("/etc/security/limits.d/90-rdma.conf", 1, "@rdma", "unlimited")]
     assert data["systemd_default_memlock"] == "8M"
 
 

@@ -165,7 +165,8 @@ SCENARIOS: List[Scenario] = [
         server=_srv(WB), client=_cli("%s --qp=10" % WB),
         expect_explain="qp-count-mismatch",
         server_lines=("3472328296395452464", READ_KEYS, SERVER_READ),
-        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ, "Failed to exchange data between server and clients"),
+        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ,
+                      "Failed to exchange data between server and clients"),
         notes="Exactly the defaults otherwise. The server decodes key text as a report: garbage result row."),
     Scenario(
         "qp-mismatch-server-10", "Server -q 10, client 1 QP (defaults)",

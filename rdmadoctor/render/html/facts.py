@@ -146,7 +146,7 @@ def _firewall(fw: Dict[str, Any]) -> List[Table]:
 def _limits(lim: Dict[str, Any]) -> List[Table]:
     if not lim:
         return []
-    rows = []
+    rows: List[List[Any]] = []
     memlock = _d(lim.get("memlock"))
     if memlock:
         rows.append(["locked memory (memlock)", f"soft {human_bytes(memlock.get('soft'))}, hard "

@@ -97,7 +97,7 @@ def _derived_ladder(findings: Sequence[Any]) -> List[Dict[str, Any]]:
         worst[rung] = ("failed" if state == "failed" or (prev and prev[0] == "failed") else state, titles)
     if not worst:
         return []
-    out = []
+    out: List[Dict[str, Any]] = []
     for name in list(RUNGS) + sorted(set(worst) - set(RUNGS)):
         state, titles = worst.get(name, ("no-finding", []))
         out.append({"name": name, "title": name.capitalize(), "state": state,

@@ -154,7 +154,7 @@ def raw_logs_view(inputs: Sequence[Any], hits: Dict[str, set]) -> List[Dict[str,
         inp = _d(inp)
         name = _s(inp.get("name"))
         excerpt = inp.get("excerpt")
-        lines = None
+        lines: Optional[List[Dict[str, Any]]] = None
         if isinstance(excerpt, list):
             lines = []
             for k, raw in enumerate(excerpt[:MAX_RAW_LINES]):
@@ -162,12 +162,12 @@ def raw_logs_view(inputs: Sequence[Any], hits: Dict[str, set]) -> List[Dict[str,
                 lines.append({"n": k + 1, "text": shown, "cut": cut, "hit": (k + 1) in hits.get(name, set()),
                               "id": f"src{i}-L{k + 1}"})
         total = inp.get("lines")
-        shown = len(lines) if lines is not None else 0
+        kept = len(lines) if lines is not None else 0
         out.append({"name": name, "id": f"src{i}", "lines": lines, "total": total,
                     "bytes": inp.get("bytes"), "decode_errors": inp.get("decode_errors") or 0,
                     "flattened": inp.get("flattened_lines") or 0,
                     "truncated": bool(inp.get("truncated")) or (isinstance(total, int) and lines is not None
-                                                                and total > shown)})
+                                                                and total > kept)})
     return out
 
 
