@@ -36,7 +36,7 @@ class Evidence:
 @dataclass
 class Message:
     """A perftest / libibverbs / librdmacm message recognised in a log (see logparse.catalog)."""
-    id: str                          # catalogue id, e.g. "X06" (perftest-errors.md numbering)
+    id: str                          # catalogue id, e.g. "X06" (knowledge/messages)
     kind: str                        # "error" | "warning" | "notice"
     text: str
     line: int

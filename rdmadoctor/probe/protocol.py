@@ -25,7 +25,7 @@ Operations (protocol 1):
 
 The client chooses no command and no file: `port` (an int) and `wait` (seconds, capped) are the only
 parameters the agent takes from a client. An unknown op gets the error `unknown-op` with the list of ops this
-agent supports, so a newer client (issue 7: an opt-in `perftest` op) can tell what is missing; a request with
+agent supports, so a newer client (one that wants the opt-in `perftest` op) can tell what is missing; a request with
 a newer major `v` gets `unsupported-version`.
 
 Authentication (when the agent has a token): the agent's `hello` carries a random challenge; the client

@@ -179,7 +179,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
             "rdma_netdevs": sorted(rdma_netdevs),
             "neighbour": ((peer_data or {}).get("neighbour") or {}).get("state"),
         }
-    # issue 5 (check --peer): view["probe"], view["remote"], view["pair"] from the probe's facts sections
+    # check --peer: view["probe"], view["remote"], view["pair"] from the probe's facts sections
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view

@@ -106,7 +106,7 @@ def check_document(facts_path: Path) -> Dict[str, Any]:
                           "note": v.get("purpose")}],
             "fix": [f"Allow it: `nft add rule inet filter input {v['proto']} dport {v['port']} accept`"],
             "confidence": "high", "kind": "cause", "candidates": [], "next_steps": [],
-            "refs": ["perftest-errors.md §2.1"], "rung": "firewall", "explained_by": None, "key": None})
+            "refs": ["nft(8)"], "rung": "firewall", "explained_by": None, "key": None})
     findings.append({
         "rule": "FACT-MEMLOCK-LOW", "cause": "memlock-limit", "severity": "warn",
         "title": "Locked memory is limited to 8 MiB",

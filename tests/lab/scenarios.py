@@ -44,7 +44,7 @@ def pairs_from_env(environ=None) -> List[str]:
         raise ValueError("RDMADOCTOR_LAB_PAIRS: unknown pair(s) %s (known: %s)" % (unknown, ", ".join(PAIRS)))
     return [p for p in PAIR_ORDER if not wanted or p in wanted]
 
-# Slugs of shared/reference/causes.md (a public interface: never renamed).
+# The cause slugs of docs/causes.md (a public interface: never renamed).
 CAUSES = frozenset("""
 qp-count-mismatch option-mismatch perftest-version-mismatch server-not-running port-in-use
 wrong-peer-address firewall-blocks-port wrong-device-name wrong-gid-index gid-missing
