@@ -7,7 +7,7 @@ Prints, side by side on the same files and the same machine:
     bytes, and grep stops at "binary file matches"; output to a pipe: GNU grep quits at the first match
     when it writes to /dev/null);
   * `rdmadoctor --help` start-up against `python -c pass`.
-Aims (issue 2): explain >= 50 MB/s and within 3x of grep; start-up < 150 ms; memory flat.
+Aims: explain >= 50 MB/s and within 3x of grep; start-up < 150 ms; memory flat.
 
     python3 benchmarks/explain_bench.py [--size-mb 100] [--repeat 3]
 The log is built from the repository's fixtures (real, lab and hand-written pastes), repeated: it is

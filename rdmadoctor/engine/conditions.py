@@ -297,31 +297,42 @@ def _item(cond: Dict[str, Any], scope: Scope) -> bool:
 
 
 def holds(cond: Dict[str, Any], scope: Scope) -> bool:
-    if "all" in cond:
-        trial = scope.fork()
-        if all(holds(c, trial) for c in cond["all"]):
-            scope.absorb(trial)
-            return True
-        return False
-    if "any" in cond:
-        for c in cond["any"]:
-            trial = scope.fork()
-            if holds(c, trial):
-                scope.absorb(trial)
-                return True
-        return False
-    if "not" in cond:
-        return not holds(cond["not"], scope.fork())
     if "side" in cond and len(cond) == 1:
         return scope.run is not None and scope.run.side == cond["side"]
-    if "exists" in cond:
-        return bool(scope.pick(cond["exists"]))
-    for key, leaf in _LEAVES:
+    for key, test in _COMBINATIONS + _LEAVES:
         if key in cond:
-            return leaf(cond, scope)
+            return test(cond, scope)
     raise ValueError(f"condition not understood: {cond}")
 
 
+def _all(cond: Dict[str, Any], scope: Scope) -> bool:
+    """Every part holds on one trial scope; its bindings and evidence are kept only then."""
+    trial = scope.fork()
+    if all(holds(c, trial) for c in cond["all"]):
+        scope.absorb(trial)
+        return True
+    return False
+
+
+def _any(cond: Dict[str, Any], scope: Scope) -> bool:
+    """The first part that holds lends its bindings and evidence."""
+    for c in cond["any"]:
+        trial = scope.fork()
+        if holds(c, trial):
+            scope.absorb(trial)
+            return True
+    return False
+
+
+def _not(cond: Dict[str, Any], scope: Scope) -> bool:
+    return not holds(cond["not"], scope.fork())
+
+
+def _exists(cond: Dict[str, Any], scope: Scope) -> bool:
+    return bool(scope.pick(cond["exists"]))
+
+
+_COMBINATIONS = (("all", _all), ("any", _any), ("not", _not), ("exists", _exists))
 # the leaf conditions, by the key that names them
 _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
            ("feature", _feature), ("setting", _setting), ("fact", _fact), ("item", _item))

@@ -131,6 +131,15 @@ def rules_dir() -> Path:
 
 
 def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
+    errors = _key_errors(entry) + _kind_errors(entry) + _translation_errors(entry)
+    for i, case in enumerate(entry.get("case", [])):
+        if not isinstance(case, dict) or not (case.get("fires") or case.get("quiet")):
+            errors.append(f"case {i + 1}: needs 'fires' or 'quiet'")
+    return [f"{where}: {e}" for e in errors]
+
+
+def _key_errors(entry: Dict[str, Any]) -> List[str]:
+    """Keys missing or unknown, and values outside their vocabularies."""
     errors = []
     missing = [k for k in _REQUIRED if k not in entry]
     if missing:
@@ -139,13 +148,17 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
     if unknown:
         errors.append(f"unknown key(s) {sorted(unknown)}")
     checks = (("severity", SEVERITIES, None), ("scope", SCOPES, None), ("kind", KINDS, "cause"),
-              ("confidence", CONFIDENCES, "medium"))
+              ("confidence", CONFIDENCES, "medium"), ("rung", RUNGS, None))
     for key, allowed, default in checks:
         value = entry.get(key, default)
         if value is not None and value not in allowed:
             errors.append(f"{key} must be one of {allowed}, not {value!r}")
-    if entry.get("rung") is not None and entry["rung"] not in RUNGS:
-        errors.append(f"rung must be one of {RUNGS}, not {entry['rung']!r}")
+    return errors
+
+
+def _kind_errors(entry: Dict[str, Any]) -> List[str]:
+    """A symptom lists candidates and next steps and names no cause; a cause gives a fix."""
+    errors = []
     kind = entry.get("kind", "cause")
     if kind == "symptom" and not (entry.get("candidates") and entry.get("next_steps")):
         errors.append("a symptom rule must list its candidate causes and what to collect next")
@@ -153,6 +166,12 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
         errors.append("a symptom names no cause (cause = \"unknown\"): it lists candidates")
     if kind == "cause" and not entry.get("fix"):
         errors.append("a cause rule must give a fix")
+    return errors
+
+
+def _translation_errors(entry: Dict[str, Any]) -> List[str]:
+    """A translation holds only the translated fields, with as many fixes and next steps as the rule."""
+    errors = []
     for lang in LANGUAGES:
         translated = entry.get(lang)
         if translated is None:
@@ -162,16 +181,14 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
             continue
         for name in ("fix", "next_steps"):
             if name in translated and len(translated[name]) != len(entry.get(name, [])):
-                errors.append(f"[{lang}].{name} has {len(translated[name])} items, the rule {len(entry.get(name, []))}")
-    for i, case in enumerate(entry.get("case", [])):
-        if not isinstance(case, dict) or not (case.get("fires") or case.get("quiet")):
-            errors.append(f"case {i + 1}: needs 'fires' or 'quiet'")
-    return [f"{where}: {e}" for e in errors]
+                errors.append(f"[{lang}].{name} has {len(translated[name])} items, "
+                              f"the rule {len(entry.get(name, []))}")
+    return errors
 
 
 def _rule_from(entry: Dict[str, Any], file: str, directory: str) -> Rule:
     tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs", "case")
-    values = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
+    values: Dict[str, Any] = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
     return Rule(file=file, directory=directory, **values)
 
 

@@ -1,8 +1,8 @@
 """Fills a rule's text with the user's own values: "{server.num_qps}", "{message.host}", "{run.bw_gbps|gbps}".
 
 Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
-ctx); on a run, a name is first a parameter (rdmadoctor.params), then a feature
-(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
+ctx); on a run, a name is first a parameter (views/params.py), then a feature
+(views/features.py), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
 (each word shell-quoted: an nft chain "inet filter input"), errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection
 timed out), default:<text>.
 

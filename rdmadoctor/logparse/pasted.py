@@ -223,15 +223,23 @@ def _words(value: str) -> List[str]:
     return out
 
 
+def _perftest_field(run: Run, header: str, option: str) -> Optional[str]:
+    """What a perftest run printed in its header box, else what its command line asked for."""
+    shown = run.header.get(header)
+    if shown is not None and shown.value:
+        return str(shown.value).split("[")[0]
+    asked = run.command.options.get(option) if run.command is not None else None
+    return str(asked) if isinstance(asked, str) else None
+
+
 def named_devices(runs: Iterable[Run]) -> Set[str]:
     """The RDMA devices the paste's runs chose or complained about (not the ones a listing merely shows)."""
-    from rdmadoctor.views import params
     named: Set[str] = set()
     for run in runs:
         if run.producer == "perftest":
-            value = params.read(run, "device")
-            if value is not None and value.value:
-                named.add(str(value.value))
+            value = _perftest_field(run, "device", "ib-dev")
+            if value:
+                named.add(value)
         if run.command is not None:
             for option in _DEVICE_OPTIONS:
                 value = run.command.options.get(option)
@@ -250,13 +258,12 @@ def named_devices(runs: Iterable[Run]) -> Set[str]:
 
 def selected_gid_indexes(runs: Iterable[Run]) -> Set[int]:
     """The GID indexes the paste's runs chose (perftest -x / its header, ibv_*_pingpong -g, NCCL/UCX settings)."""
-    from rdmadoctor.views import params
     chosen: Set[int] = set()
     for run in runs:
         if run.producer == "perftest":
-            value = params.read(run, "gid_index")
-            if value is not None and value.source != "default" and _int(value.value) is not None:
-                chosen.add(_int(value.value))
+            value = _int(_perftest_field(run, "gid_index", "gid-index"))
+            if value is not None:
+                chosen.add(value)
         elif run.command is not None:
             for option in _GID_OPTIONS:
                 number = _int(run.command.options.get(option))

@@ -8,7 +8,7 @@ rule can iterate with `each = "ports"`. Nothing here judges: it only joins and d
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from rdmadoctor.knowledge import perftest
 from rdmadoctor.views import perftest_procs
@@ -61,7 +61,8 @@ def _gid_view(g: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
             "ipv4": g.get("ipv4"), "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
 
 
-def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) -> Dict[str, Any]:
+def build(facts: Dict[str, Any], peer: Optional[str] = None,
+          port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
     readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
     reasons = {name: s.get("reason") for name, s in sections.items() if s.get("status") != "ok"}
@@ -74,8 +75,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
     listeners = _data(facts, "ports")
     pci = _data(facts, "pci")
 
-    links = {l.get("ifname"): l for l in netlink.get("links") or [] if l.get("ifname")}
-    ipv4 = {}
+    links = {link.get("ifname"): link for link in netlink.get("links") or [] if link.get("ifname")}
+    ipv4: Dict[Any, List[Any]] = {}
     for a in netlink.get("addresses") or []:
         if a.get("family") == 4:
             ipv4.setdefault(a.get("ifname"), []).append(a.get("address"))
@@ -175,9 +176,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         # the perftest processes (collectors/perftest_procs.py); None when not reported (an older agent)
         "perftest": perftest_procs.described(listeners.get("perftest")),
         "pci": [],
-        "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
-                       for l in ((kernel.get("log") or {}).get("lines") or [])
-                       if l.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
+        "kernel_log": [{**line, "software": bool(_SOFTWARE_DRIVER.search(str(line.get("text") or "")))}
+                       for line in ((kernel.get("log") or {}).get("lines") or [])
+                       if line.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
         "peer": None,
     }
@@ -206,7 +207,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "rdma_netdevs": sorted(rdma_netdevs),
             "neighbour": ((peer_data or {}).get("neighbour") or {}).get("state"),
         }
-    # issue 5 (check --peer): view["probe"], view["remote"], view["pair"] from the probe's facts sections
+    # check --peer: view["probe"], view["remote"], view["pair"] from the probe's facts sections
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view

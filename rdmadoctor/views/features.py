@@ -147,8 +147,9 @@ def generation(run: Run, ctx):
 
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
-    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
-                            local_gid_family, sizes_before_error, named_device_listed, generation)
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
+                            bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
+                            named_device_listed, generation)
 }
 FEATURES.update(completions.FEATURES)
 FEATURES.update(prompt.FEATURES)
