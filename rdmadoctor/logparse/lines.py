@@ -147,6 +147,15 @@ def side_label(text: str) -> Optional[str]:
     return sides.pop()
 
 
+def _numbers(stripped: str) -> Optional[Tuple[Item, ...]]:
+    """A line of numbers only: a result row, or a bandwidth row cut after #bytes and #iterations."""
+    if _NUMBERS_RE.match(stripped):
+        return (Item("numbers", tuple(stripped.split())),)
+    if _CUT_ROW_RE.match(stripped):
+        return (Item("cut_row", tuple(stripped.split())),)
+    return None
+
+
 class LineClassifier:
     """Classifies lines; results are cached because perftest logs repeat the same lines a lot."""
 
@@ -168,10 +177,9 @@ class LineClassifier:
         # recognise them first, by their start, without the catalogue.
         first = stripped[0]
         if first.isdigit():
-            if _NUMBERS_RE.match(stripped):
-                return (Item("numbers", tuple(stripped.split())),)
-            if _CUT_ROW_RE.match(stripped):
-                return (Item("cut_row", tuple(stripped.split())),)
+            numbers = _numbers(stripped)
+            if numbers is not None:
+                return numbers
         elif first in "lrLRgG":
             single = self._single_structural(stripped)
             if single is not None:

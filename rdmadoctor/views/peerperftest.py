@@ -102,8 +102,8 @@ def build(view: Dict[str, Any], runs: Sequence[Run]) -> Optional[Dict[str, Any]]
         # the client aimed at none of the peer's addresses (the probed one, those of its RDMA netdevs)
         "target_differs": bool(log_host is not None and peer_address and log_host.value not in peer_addresses),
         "servers": [], "clients": [], "waiting": None, "elsewhere": None, "differences": [], "differ": False,
-        "differences_text": "", "qp_count_differs": False, "matching": False, "start_command": _start_command(client, remote, asked),
-        "summary": "",
+        "differences_text": "", "qp_count_differs": False, "matching": False,
+        "start_command": _start_command(client, remote, asked), "summary": "",
     }
     if not isinstance(entries, list):
         return out

@@ -35,8 +35,9 @@ def test_public_drops_cmdline_pid_user_and_rechecks_what_came_from_elsewhere():
     entries = [{"tool": "ib_send_bw", "cmdline": ["ib_send_bw", "-d", "rxe0", "--out_json_file", "/x"],
                 "listening": [18515], "connected": False, "pid": 42, "user": "alice"},
                {"tool": "sshd", "cmdline": ["sshd", "-D"], "listening": [22]},
-               {"tool": "ib_write_bw", "role": "client", "options": {"size": "$(id)", "qp": "2", "payload_file_path": "x"},
-                "port": 70000, "listening": ["x", 18515], "target": "a b"}]
+               {"tool": "ib_write_bw", "role": "client",
+                "options": {"size": "$(id)", "qp": "2", "payload_file_path": "x"}, "port": 70000,
+                "listening": ["x", 18515], "target": "a b"}]
     out = pp.public(entries)
     assert len(out) == 2
     assert set(out[0]) == set(pp.PUBLIC_KEYS) and out[0]["options"] == {"ib-dev": "rxe0"}
