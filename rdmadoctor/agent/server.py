@@ -43,6 +43,7 @@ from rdmadoctor.agent.perftest import PerftestRefused, PerftestServers
 from rdmadoctor.probe import protocol as p
 from rdmadoctor.runtime.net import ipv4_of
 from rdmadoctor.runtime.text import log_text, log_value
+from rdmadoctor.views import perftest_procs
 
 LOG = logging.getLogger("rdmadoctor.agent")
 IDLE = 30.0                     # seconds a connection may wait between requests
@@ -241,7 +242,8 @@ WITHHELD = ("withheld: this agent runs without a token, so it answers only what 
 
 def public_facts(facts: Dict[str, Any], privileged: bool) -> Dict[str, Any]:
     """What the agent tells a client of its facts. Never another process's command line, pid or user: a
-    listener is its address, port and program name (whether the port is taken, and by what). Without
+    listener is its address, port and program name (whether the port is taken, and by what); a perftest
+    process is its binary, role, the options two sides must share and its ports (views/perftest_procs.py). Without
     `privileged` (a token-less agent, not told otherwise) also nothing only root can read: the firewall
     rules (CAP_NET_ADMIN) and the kernel log (dmesg_restrict)."""
     out = dict(facts)
@@ -253,6 +255,8 @@ def public_facts(facts: Dict[str, Any], privileged: bool) -> Dict[str, Any]:
             if isinstance(data.get(name), list):
                 data[name] = [{k: item.get(k) for k in ("ip", "port", "family", "process") if k in item}
                               for item in data[name] if isinstance(item, dict)]
+        # perftest's own processes: the binary, the options that must match, the ports (no command line)
+        data["perftest"] = perftest_procs.public(data.get("perftest"))
         ports = dict(ports, data=data, unreadable=[u for u in ports.get("unreadable") or []
                                                    if (u or {}).get("what") != "owner of a listening socket"])
         if not ports["unreadable"] and ports.get("status") == "partial":

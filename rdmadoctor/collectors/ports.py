@@ -3,7 +3,9 @@
 psutil lists the sockets; without the rights to see another user's process, pid is null (psutil gives
 pid=None, fd=-1 to non-root users) and the owner is reported as not visible, not as "nobody". A process's
 command line is kept only for the RDMA test programs (RDMA_TOOLS: their options are what a diagnosis reads);
-any other program's may hold a password and never goes into the facts. Without psutil,
+any other program's may hold a password and never goes into the facts. perftest's processes are also listed
+with the TCP ports they listen on (`perftest`): the agent tells a peer only their binary, the options that
+must match and those ports (views/perftest_procs.public()). Without psutil,
 /proc/net/tcp{,6} give the listeners without their owners. rdma_cm listeners (ib_*_bw -R, rping -s) are not
 TCP sockets: they are listed from `rdma resource show cm_id` when the rdma tool can read them.
 """
@@ -14,6 +16,7 @@ import socket
 import struct
 from typing import Any, Dict, List, Optional
 
+from rdmadoctor.collectors import perftest_procs
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 
 NAME = "ports"
@@ -101,6 +104,22 @@ def cm_ids(ctx: CollectContext) -> Optional[List[Dict[str, Any]]]:
     return doc if isinstance(doc, list) else [doc]
 
 
+def processes(ctx: CollectContext) -> Dict[str, Any]:
+    """The RDMA test programs running here, and perftest's with the ports they listen on
+    (collectors/perftest_procs.py); None for what psutil cannot list."""
+    out: Dict[str, Any] = {}
+    for name, what, reader in (("rdma_processes", "RDMA test processes", rdma_processes),
+                               ("perftest", "perftest processes", perftest_procs.collect)):
+        try:
+            out[name] = reader()
+        except ImportError:
+            out[name] = None
+        except Exception as exc:     # noqa: BLE001 - psutil.AccessDenied and the like
+            out[name] = None
+            ctx.unreadable(what, f"{type(exc).__name__}: {exc}")
+    return out
+
+
 def collect(ctx: CollectContext) -> Dict[str, Any]:
     ports = _asked_ports(ctx)
     data: Dict[str, Any] = {"port": ctx.port, "ports_asked": ports}
@@ -128,13 +147,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         notes.append("pid null: " + why)
     data["tcp_listeners"] = listeners
     if ctx.live:
-        try:
-            data["rdma_processes"] = rdma_processes()
-        except ImportError:
-            data["rdma_processes"] = None
-        except Exception as exc:     # noqa: BLE001
-            data["rdma_processes"] = None
-            ctx.unreadable("RDMA test processes", f"{type(exc).__name__}: {exc}")
+        data.update(processes(ctx))
     try:
         data["cm_ids"] = cm_ids(ctx)
     except (Unavailable, ValueError) as exc:

@@ -141,6 +141,32 @@ def test_facts_never_carry_another_process_command_line_pid_or_user():
     assert answer["facts"]["sections"]["ports"]["data"]["rdma_processes"] == [{"process": "ib_write_bw"}]
 
 
+def _facts_with_perftest(client: str, port: int):
+    doc = _facts_with_listener(client, port)
+    doc["sections"]["ports"]["data"]["perftest"] = [
+        {"tool": "ib_write_bw", "cmdline": ["ib_write_bw", "-d", "rxe0", "-s", "65536", "-p", "18520",
+                                            "--out_json_file=/home/alice/secret.json"],
+         "listening": [18520], "connected": False, "pid": 4243, "user": "alice"},
+        {"tool": "ib_send_bw", "cmdline": ["ib_send_bw", "-d", "rxe0", "--kek_path", "/etc/kek", "192.0.2.9"],
+         "listening": [], "connected": True, "pid": 4244, "user": "bob"}]
+    return doc
+
+
+def test_the_peers_perftest_is_told_as_binary_options_and_ports_only():
+    with running_agent(token=TOKEN, facts=_facts_with_perftest) as (_, port):
+        c = LineClient(port)
+        assert c.authenticate()["ok"]
+        answer = c.call(op="facts", id=3, port=18515)
+    text = json.dumps(answer)
+    for secret in ("secret", "kek", "/etc", "alice", "bob", "4243", "cmdline"):
+        assert secret not in text, secret
+    server, client = answer["facts"]["sections"]["ports"]["data"]["perftest"]
+    assert server == {"tool": "ib_write_bw", "role": "server", "options": {"ib-dev": "rxe0", "size": "65536",
+                                                                           "port": "18520"},
+                      "port": 18520, "listening": [18520], "connected": False, "rdma_cm": False, "target": None}
+    assert client["role"] == "client" and client["target"] == "192.0.2.9" and client["options"] == {"ib-dev": "rxe0"}
+
+
 def test_fresh_collections_are_rate_limited_per_client():
     calls = []
 

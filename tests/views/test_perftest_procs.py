@@ -26,6 +26,11 @@ def test_paths_keys_and_odd_values_never_leave():
     assert e["options"]["size"] == "64K"
 
 
+def test_a_command_line_perftest_would_refuse_tells_only_the_binary():
+    e = pp.describe(["ib_write_bw", "--no-such-option", "hunter2"], [18515])
+    assert e["tool"] == "ib_write_bw" and e["parsed"] is False and e["options"] == {} and e["role"] is None
+
+
 def test_other_programs_are_not_perftest():
     assert pp.describe(["postgres", "-D", "/var/lib/pg"]) is None
     assert pp.describe([]) is None
