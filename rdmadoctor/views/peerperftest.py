@@ -110,8 +110,10 @@ def build(view: Dict[str, Any], runs: Sequence[Run]) -> Optional[Dict[str, Any]]
     servers = [e for e in entries if isinstance(e, dict) and e.get("role") == "server"]
     out["servers"] = [dict(e, text=describe(e)) for e in servers]
     out["clients"] = [dict(e, text=describe(e)) for e in entries if isinstance(e, dict) and e.get("role") == "client"]
+    # a server waits on a port it listens on; where its sockets were not visible (an agent without root, an
+    # rdma_cm listener), on its -p unless it is busy with a client
     waiting = next((s for s in out["servers"] if asked in (s.get("listening") or []) or
-                    (not s.get("listening") and s.get("rdma_cm") and s.get("port") == asked)), None)
+                    (not s.get("listening") and not s.get("connected") and s.get("port") == asked)), None)
     elsewhere = next((s for s in out["servers"] if s is not waiting), None)
     out["waiting"], out["elsewhere"] = waiting, (elsewhere if waiting is None else None)
     server = waiting or elsewhere

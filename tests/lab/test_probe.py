@@ -55,6 +55,8 @@ class ProbeScenario:
     args: Tuple[str, ...] = ()
     dead_or_filtered: bool = False                  # the verdict must come within VERDICT_BUDGET
     title_has: Tuple[str, ...] = ()
+    peer_server: Optional[str] = None               # a perftest server left waiting on the peer
+    log: Optional[str] = None                       # a recorded client log (fixtures/lab/bookworm/<this>) for --log
 
 
 SCENARIOS = [
@@ -85,6 +87,23 @@ SCENARIOS = [
     ProbeScenario("peer-netdev-down", "the peer's eth0 (under rxe0) is down", "failure", "port-down",
                   ("PEER-GONE",), rungs={2: "failed", 3: "skipped"},
                   setup=(("peer", "ip link set eth0 down"),), dead_or_filtered=True),
+    # what the peer's perftest runs, set against a client log that failed (the peer's agent reports its processes)
+    ProbeScenario("peer-perftest-other-port", "the peer's ib_write_bw listens on 18520; the log's client used 18515",
+                  "failure", "option-mismatch", ("PEER-PERFTEST-ELSEWHERE",), rungs={6: "passed"},
+                  peer_server="ib_write_bw -d rxe0 -n 100 -s 65536 -p 18520", log="server-not-running/client.log",
+                  title_has=("The peer's ib_write_bw on port 18520 with -s 65536 -n 100; this client connects "
+                             "to 18515",)),
+    ProbeScenario("peer-perftest-other-size", "the peer's ib_write_bw runs -s 1024; the log's client -s 65536",
+                  "failure", "option-mismatch", ("PEER-PERFTEST-OPTIONS",), rungs={6: "passed"},
+                  peer_server="ib_write_bw -d rxe0 -s 1024 -n 100", log="size-client-larger/client.log",
+                  title_has=("message size (-s): 1024 on the peer, 65536 here",)),
+    ProbeScenario("peer-perftest-other-binary", "the peer runs ib_write_bw; the log's client ib_read_bw",
+                  "failure", "option-mismatch", ("PEER-PERFTEST-OPTIONS",), rungs={6: "passed"},
+                  peer_server="ib_write_bw -d rxe0 -n 100", log="binary-write-server-read-client/client.log",
+                  title_has=("RDMA operation (test binary): WRITE on the peer, READ here",)),
+    ProbeScenario("peer-perftest-none", "no perftest server on the peer; the log's client could not connect",
+                  "failure", "server-not-running", ("PEER-PERFTEST-NONE-CONNECT",), rungs={6: "passed"},
+                  log="server-not-running/client.log", title_has=("No perftest server runs on",)),
     ProbeScenario("wrong-peer-address", f"check --peer {WRONG_ADDRESS}: nobody has it", "failure",
                   "wrong-peer-address", ("HOST-PEER-NEIGHBOUR-FAILED", "PEER-NO-ARP"), rungs={2: "failed"},
                   agent=False, target=WRONG_ADDRESS, dead_or_filtered=True),
@@ -117,6 +136,19 @@ def results_table(rows: List[Dict], lab) -> str:
     return "\n".join(lines)
 
 
+def _wait_for_banner(vm, handle: int, deadline: float = 20.0) -> None:
+    """A perftest server is listening once it printed its banner."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        state = vm.peek(handle)
+        if "Waiting for client" in state.get("stdout", "") + state.get("stderr", ""):
+            return
+        if not state.get("running", True):
+            pytest.fail(f"the perftest server on {vm.name} exited: {state}")
+        time.sleep(0.3)
+    pytest.fail(f"the perftest server on {vm.name} printed no banner within {deadline} s")
+
+
 @pytest.mark.lab
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_probe(lab, scenario: ProbeScenario):
@@ -124,18 +156,28 @@ def test_probe(lab, scenario: ProbeScenario):
     client = lab.hosts[scenario.client]
     peer = lab.hosts["h1" if scenario.client == "h2" else "h2"]
     agent = start_agent(peer, TOKEN_FILE) if scenario.agent else None
+    server = peer.spawn(scenario.peer_server, pty=True) if scenario.peer_server else None
     try:
         for where, sh in scenario.setup:
             (peer if where == "peer" else client).sh(sh)
         target = scenario.target or peer.address
+        log_args: Tuple[str, ...] = ()
+        if scenario.log:
+            text = (REPO / "fixtures" / "lab" / "bookworm" / scenario.log).read_text()
+            client.put("/tmp/client.log", text.replace("192.0.2.1", peer.address))
+            log_args = ("--log", "/tmp/client.log")
+        if server is not None:
+            _wait_for_banner(peer, server)
         argv = ["python3", "-m", "rdmadoctor", "check", "--peer", target, "--token-file", TOKEN_FILE, "--json",
-                *scenario.args]
+                *scenario.args, *log_args]
         started = time.monotonic()
         result = client.run(argv, timeout=CHECK_TIMEOUT, env=client.python_env())
         total = time.monotonic() - started
     finally:
         if agent is not None:
             peer.kill(agent)
+        if server is not None:
+            peer.kill(server)
     assert not result.timed_out, result.output[-3000:]
     try:
         doc = json.loads(result.stdout)
