@@ -90,6 +90,10 @@ _STARTUP_CALLS = ("ucp_ep_create", "ucp_perf_test_setup_endpoints", "ucp_worker_
 
 def ucx_startup(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The paste shows the failure while endpoints were being created (before any traffic)."""
+    if run.command is not None and run.command.tool == "ucx_perftest" and \
+            not any(m.id == "UCX.PERFTEST_RESULT" for m in run.messages):
+        # ucx_perftest connects its endpoints before the first measurement: no result line, no traffic yet
+        return {"line": run.command.line, "text": "ucx_perftest printed no measurement"}
     for m in _messages(run, ctx, "UCX.API_CALL_FAILED", "UCX.NO_TRANSPORT_TO_PEER", "UCX.PERFTEST_RUN_FAILED",
                        "OMPI.PML_UCX_EP_CREATE_FAILED", "OMPI.PML_ADD_PROCS_FAILED", "OMPI.MPI_INIT_FAILED",
                        "UCX.IB_CREATE_AH_FAILED", "UCX.IB_MODIFY_QP_FAILED"):
