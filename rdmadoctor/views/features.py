@@ -173,6 +173,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
 }
 
 from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+from rdmadoctor.views import ucxompi as _uo; FEATURES.update(_uo.FEATURES); FIELDS_OF.update(_uo.FIELDS_OF)  # noqa: E402,E702
 
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
