@@ -79,6 +79,13 @@ _BACKGROUND_RE = re.compile(r"^\s*(?:\d?>\S*\s*)*&(?!&)")     # "cmd &", "cmd > 
 _JOB_RE = re.compile(r"^\s*\[\d+\][+-]?\s+(?:Done|Exit\s+\d+|Terminated|Killed|Stopped|Running|Segmentation fault|"
                      r"Aborted)\b", re.IGNORECASE)
 
+# The structural patterns, for the prefilter (logparse/prefilter.py): a line none of them (nor a catalogue message)
+# matches holds nothing this module reads but a result row.
+ANCHOR_RE, HEADER_RE, BANNER_RE, ADDRESS_RE, GID_RE, RESULT_HEADER_RE = (
+    _ANCHOR_RE, _HEADER_RE, _BANNER_RE, _ADDRESS_RE, _GID_RE, _RESULT_HEADER_RE)
+SIDE_WORDS_RE = r"server|client"            # side_label() reads no line without one of them
+NUMBERS_RE = _NUMBERS_RE
+
 # Cheap test before the anchor search: a line without any of these cannot hold a second thing. Searched in
 # the lowercased line, because an IGNORECASE alternation is 7x slower.
 _ANCHOR_HINT = re.compile(r"---|\*\*\*|waiting|address|gid|#bytes|test|dual-port|ib_|raw_ethernet")
