@@ -146,7 +146,7 @@ def build(shape: str, path: Path, size_mb: float) -> None:
 
 # -- timing -------------------------------------------------------------------------------------------------
 def run_once(argv: Sequence[str], env: Dict[str, str], stdout_path: Optional[Path] = None) -> Tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB of this child alone, exit status)."""
+    """(wall seconds, peak RSS in KiB of this child alone, exit status); CPU seconds in LAST_CPU."""
     out = open(stdout_path, "wb") if stdout_path else subprocess.PIPE
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
@@ -160,7 +160,11 @@ def run_once(argv: Sequence[str], env: Dict[str, str], stdout_path: Optional[Pat
     else:
         proc.stdout.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     return seconds, usage.ru_maxrss, proc.returncode
+
+
+LAST_CPU = [0.0]
 
 
 def spread(values: List[float]) -> Tuple[float, float, float]:
@@ -175,26 +179,29 @@ def fmt(values: List[float], digits: int = 2) -> str:
 class Bench:
     def __init__(self, tree: Path, repeat: int):
         self.repeat = repeat
-        self.env = dict(os.environ, PYTHONPATH=str(tree))
+        # an installed rdmadoctor has its byte code compiled: let the measured runs write and reuse theirs
+        self.env = {k: v for k, v in dict(os.environ, PYTHONPATH=str(tree)).items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.cmd = [sys.executable, "-m", "rdmadoctor"]
 
     def pair(self, explain_args: Sequence[str], grep_argv: Optional[Sequence[str]], out: Path,
              repeat: Optional[int] = None) -> Dict[str, object]:
         """explain and grep in turn; explain's output goes to `out`."""
-        times, greps, rss = [], [], []
+        times, greps, rss, cpu = [], [], [], []
         for _ in range(repeat or self.repeat):
             seconds, peak, status = run_once([*self.cmd, *explain_args], self.env, out)
             times.append(seconds)
+            cpu.append(LAST_CPU[0])
             rss.append(peak / 1024)
             if grep_argv:
                 greps.append(run_once(grep_argv, self.env)[0])
-        return {"times": times, "grep": greps, "rss": rss, "status": status, "out_bytes": out.stat().st_size}
+        return {"times": times, "grep": greps, "rss": rss, "cpu": cpu, "status": status,
+                "out_bytes": out.stat().st_size}
 
 
 def shapes_table(bench: Bench, tmp: Path, shapes: Sequence[str], size_mb: float) -> None:
     print(f"\n## Shapes at {size_mb:g} MB (wall s: median (min-max) of {bench.repeat}; grep on the same file in turn)")
-    print(f"{'shape':<10} {'MB':>7} {'text s':>18} {'MB/s':>6} {'json s':>18} {'grep s':>18} {'x grep':>7} "
-          f"{'RSS text':>9} {'RSS json':>9} {'json KB':>8} {'html KB':>8} {'exit':>4}")
+    print(f"{'shape':<10} {'MB':>7} {'text s':>18} {'MB/s':>6} {'cpu s':>6} {'json s':>18} {'grep s':>18} "
+          f"{'x grep':>7} {'RSS text':>9} {'RSS json':>9} {'json KB':>8} {'html KB':>8} {'exit':>4}")
     for shape in shapes:
         log = tmp / f"{shape}.log"
         build(shape, log, size_mb)
@@ -205,7 +212,8 @@ def shapes_table(bench: Bench, tmp: Path, shapes: Sequence[str], size_mb: float)
         html = bench.pair(["explain", "--html", str(tmp / "out.html"), str(log)], None, tmp / "out.html.txt", 1)
         html_kb = (tmp / "out.html").stat().st_size / 1024 if (tmp / "out.html").exists() else float("nan")
         med_text, med_grep = statistics.median(text["times"]), statistics.median(text["grep"])
-        print(f"{shape:<10} {mb:>7.1f} {fmt(text['times']):>18} {mb / med_text:>6.0f} {fmt(js['times']):>18} "
+        print(f"{shape:<10} {mb:>7.1f} {fmt(text['times']):>18} {mb / med_text:>6.0f} "
+              f"{statistics.median(text['cpu']):>6.2f} {fmt(js['times']):>18} "
               f"{fmt(text['grep'], 3):>18} {med_text / med_grep:>6.1f}x {max(text['rss']):>7.0f}MB "
               f"{max(js['rss']):>7.0f}MB {js['out_bytes'] / 1024:>8.0f} {html_kb:>8.0f} {text['status']:>4}")
         sys.stdout.flush()
@@ -214,7 +222,8 @@ def shapes_table(bench: Bench, tmp: Path, shapes: Sequence[str], size_mb: float)
 
 def scaling_table(bench: Bench, tmp: Path, sizes: Sequence[float]) -> None:
     print("\n## Scaling with input size (dense shape, explain text output)")
-    print(f"{'MB':>7} {'explain s':>18} {'MB/s':>6} {'s per 100 MB':>12} {'grep s':>18} {'x grep':>7} {'RSS':>7}")
+    print(f"{'MB':>7} {'explain s':>18} {'MB/s':>6} {'cpu s':>6} {'s per 100 MB':>12} {'grep s':>18} {'x grep':>7} "
+          f"{'RSS':>7}")
     for size in sizes:
         log = tmp / f"scale-{size}.log"
         build("dense", log, size)
@@ -222,7 +231,8 @@ def scaling_table(bench: Bench, tmp: Path, sizes: Sequence[float]) -> None:
         grep = ["grep", "-a", "-c", "-E", GREP_PATTERN, str(log)]
         r = bench.pair(["explain", str(log)], grep, tmp / "out.txt", bench.repeat if size < 500 else 1)
         med, med_grep = statistics.median(r["times"]), statistics.median(r["grep"])
-        print(f"{mb:>7.0f} {fmt(r['times']):>18} {mb / med:>6.0f} {med / mb * 100:>12.2f} {fmt(r['grep'], 3):>18} "
+        print(f"{mb:>7.0f} {fmt(r['times']):>18} {mb / med:>6.0f} {statistics.median(r['cpu']):>6.2f} "
+              f"{med / mb * 100:>12.2f} {fmt(r['grep'], 3):>18} "
               f"{med / med_grep:>6.1f}x {max(r['rss']):>5.0f}MB")
         sys.stdout.flush()
         log.unlink()
@@ -230,8 +240,8 @@ def scaling_table(bench: Bench, tmp: Path, sizes: Sequence[float]) -> None:
 
 def files_table(bench: Bench, tmp: Path, counts: Sequence[int]) -> None:
     print("\n## Scaling with the number of files (fixture logs, one per file; explain --json)")
-    print(f"{'files':>6} {'MB':>6} {'explain s':>18} {'ms per file':>11} {'grep s':>18} {'RSS':>7} {'json KB':>8} "
-          f"{'exit':>4}")
+    print(f"{'files':>6} {'MB':>6} {'explain s':>18} {'cpu s':>6} {'ms per file':>11} {'grep s':>18} {'RSS':>7} "
+          f"{'json KB':>8} {'exit':>4}")
     logs = _fixture_logs()
     for count in counts:
         d = tmp / f"files-{count}"
@@ -246,7 +256,8 @@ def files_table(bench: Bench, tmp: Path, counts: Sequence[int]) -> None:
         grep = ["grep", "-a", "-c", "-E", GREP_PATTERN, *paths]
         r = bench.pair(["explain", "--json", *paths], grep, tmp / "out.json")
         med = statistics.median(r["times"])
-        print(f"{count:>6} {mb:>6.1f} {fmt(r['times']):>18} {med / count * 1000:>11.2f} {fmt(r['grep'], 3):>18} "
+        print(f"{count:>6} {mb:>6.1f} {fmt(r['times']):>18} {statistics.median(r['cpu']):>6.2f} "
+              f"{med / count * 1000:>11.2f} {fmt(r['grep'], 3):>18} "
               f"{max(r['rss']):>5.0f}MB {r['out_bytes'] / 1024:>8.0f} {r['status']:>4}")
         sys.stdout.flush()
         shutil.rmtree(d)
@@ -264,8 +275,11 @@ def startup_table(bench: Bench, tmp: Path) -> None:
             ("explain --json 5 KB", [*bench.cmd, "explain", "--json", str(small)])]
     for label, argv in rows:
         run_once(argv, bench.env)     # warm the page cache and the user's compiled-catalogue cache
-        times = [run_once(argv, bench.env)[0] * 1000 for _ in range(n)]
-        print(f"{label:<22} {fmt(times, 0):>16} ms")
+        times, cpu = [], []
+        for _ in range(n):
+            times.append(run_once(argv, bench.env)[0] * 1000)
+            cpu.append(LAST_CPU[0] * 1000)
+        print(f"{label:<22} {fmt(times, 0):>16} ms wall, cpu {fmt(cpu, 0)} ms")
 
 
 def main() -> None:

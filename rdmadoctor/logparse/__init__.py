@@ -21,8 +21,9 @@ from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
 from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
 
-WINDOW = 1 << 16        # a long line is read this much at a time
+WINDOW = 1 << 13        # a long line is classified this much at a time (some catalogue patterns are quadratic)
 OVERLAP = 1 << 12       # and a message is looked for this far past the window (so that a cut never splits one)
+ROWS_WINDOW = 1 << 20   # the numbers of a flattened result table are read this much at a time
 # where the numbers of a flattened result table stop
 _ROWS_PREFIX = re.compile(r"[0-9.\s]*")
 
@@ -141,7 +142,7 @@ class _Source:
             self._end_long()
             self.long_number, self.long_text = piece.number, ""
         self.long_text += piece.text
-        while len(self.long_text) > WINDOW + OVERLAP:
+        while len(self.long_text) > ROWS_WINDOW:
             self._window(False)
         if piece.last:
             self._end_long()
@@ -157,7 +158,7 @@ class _Source:
         the classifier would cut it anyway (where something perftest prints, or a message, begins or ends) and
         never inside a message, so that nothing is lost at a cut."""
         text, number = self.long_text, self.long_number
-        head = text[:WINDOW + OVERLAP]
+        head = text[:ROWS_WINDOW]
         rows = _ROWS_PREFIX.match(head).end()
         if rows < len(head) or not (final and len(text) == len(head)):
             rows = max(head.rfind(" ", 0, rows), head.rfind("\t", 0, rows)) + 1     # not inside a number
@@ -166,6 +167,7 @@ class _Source:
             self.long_text = text[rows:]
             return
         self._flush_carry()
+        head = text[:WINDOW + OVERLAP]
         limit = len(head) if final and len(text) <= WINDOW + OVERLAP else WINDOW
         table_ends = [m.end() for m in RESULT_HEADER_RE.finditer(head)]
         if table_ends and table_ends[0] <= limit:

@@ -53,6 +53,7 @@ _BANNER_RE = re.compile(r"Waiting\s+for\s+client\s+(?:rdma_cm\s+QP\s+)?to\s+conn
 _BOX_RE = re.compile(r"^[\s\-=*_#~]*$")
 _NUMBER = r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|-?nan|-?inf)"
 _NUMBERS_RE = re.compile(r"^\s*\d+(?:\s+" + _NUMBER + r"){2,}\s*$", re.IGNORECASE)
+_TRAILING_NUMBERS_RE = re.compile(r"(?<!\S)(\d+(?:\s+" + _NUMBER + r"){2,})\s*$", re.IGNORECASE)
 _DASHES_RE = re.compile(r"-{20,}|\*{20,}")
 _SIDE_WORDS = re.compile(r"[A-Za-z][\w.-]*|\d[\w.:-]*")
 _SIDE_FILLER = frozenset("side log logs output out host node machine terminal console on the a b stdout stderr "
@@ -233,7 +234,14 @@ class LineClassifier:
                 items.append(Item("message", message, begin))
                 rest = line[message.end:end]
                 if rest.strip():
-                    items.extend(self._structural(rest, message.end, allow_text=False))
+                    after = self._structural(rest, message.end, allow_text=False)
+                    if not after:
+                        # the rest of a sentence the pattern does not cover ("CPU Frequency is not max."), then the
+                        # result rows a flattened paste put after it
+                        rows = _TRAILING_NUMBERS_RE.search(rest)
+                        if rows:
+                            after = [Item("numbers", tuple(rows.group(1).split()), message.end + rows.start(1))]
+                    items.extend(after)
             else:
                 items.extend(self._structural(piece, begin, allow_text=True))
         if len([i for i in items if i.kind != "text"]) > 1:
