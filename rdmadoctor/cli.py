@@ -6,6 +6,7 @@ moved there so they are not mistaken for "failure diagnosed").
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -56,6 +57,19 @@ def _within(low, high):
     return check
 
 
+def _lang_option():
+    return _option(None, "--lang", metavar="LANG",
+                   help="Language of the result: en or zh (default: from LC_ALL/LC_MESSAGES/LANG, else en).")
+
+
+def _language(value: Optional[str]) -> str:
+    from rdmadoctor.knowledge.phrases import language
+    try:
+        return language(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--lang")
+
+
 def _rules_dir_option():
     return _option([], "--rules-dir", metavar="DIR",
                    help="A directory of site rules (*.toml) to use beside the package's (repeatable).")
@@ -82,43 +96,86 @@ def _root(version: bool = _option(False, "--version", "-V", callback=_version, i
     """rdmadoctor: explain perftest logs, check hosts, render reports."""
 
 
+def _say(message: object) -> None:
+    """One line on stderr; what it quotes from outside cannot drive the terminal."""
+    from rdmadoctor.runtime.text import printable
+    typer.echo(f"rdmadoctor: {printable(message, False)}", err=True)
+
+
 def _fail_input(message: str) -> "typer.Exit":
-    typer.echo(f"rdmadoctor: {message}", err=True)
+    _say(message)
     return typer.Exit(EXIT_UNKNOWN)
 
 
-def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact: bool = False) -> int:
+def _stdout_closed() -> None:
+    """The reader of stdout went away (`| head -1`): what is left to print goes nowhere, and the exit code
+    stays the diagnosis's (and Python's own flush at exit finds nothing to complain about)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _pipe_gone() -> None:
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+def _write(path: Path, text: str) -> None:
+    from rdmadoctor.runtime.files import write_private
+    try:
+        write_private(path, text)
+    except OSError as exc:
+        raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact: bool = False,
+          lang: Optional[str] = None) -> int:
     from rdmadoctor.render import json_out as jr
+    code = STATUS_EXIT[diagnosis.verdict.status]
     if html is not None:
         from rdmadoctor.render import html as hr
-        try:
-            html.write_text(hr.render(jr.to_dict(diagnosis), redact=redact), encoding="utf-8")
-        except OSError as exc:
-            raise _fail_input(f"cannot write {html}: {exc.strerror or exc}")
-    if json_out:
-        sys.stdout.write(jr.render(diagnosis))
-    else:
-        from rich.console import Console
-        from rdmadoctor.render import text
-        text.render(diagnosis, Console(highlight=False, soft_wrap=True), verbose=verbose)
-        if html is not None:
-            typer.echo(f"HTML report: {html}", err=True)
-    return STATUS_EXIT[diagnosis.verdict.status]
+        _write(html, hr.render(jr.to_dict(diagnosis), redact=redact))
+    try:
+        if json_out:
+            document = jr.to_dict(diagnosis)
+            if redact:
+                from rdmadoctor.render.redact import redact_document
+                document = redact_document(document)[0]
+            sys.stdout.write(jr.dumps(document))
+            sys.stdout.flush()
+        else:
+            from rich.console import Console
+            from rdmadoctor.render import text
+            console = Console(highlight=False, soft_wrap=True)
+            console.on_broken_pipe = _pipe_gone           # rich's own handler would exit 1
+            text.render(diagnosis, console, verbose=verbose, lang=lang)
+            sys.stdout.flush()
+            if html is not None:
+                _say(f"HTML report: {html}")
+    except BrokenPipeError:
+        _stdout_closed()
+    except OSError as exc:                    # ENOSPC, EIO on a redirected stdout
+        raise _fail_input(f"cannot write the result to standard output: {exc.strerror or exc}")
+    return code
 
 
 @app.command()
 def explain(
     logs: Optional[List[str]] = _argument(None, metavar="LOG...",
-                                     help="perftest output: one or both sides, files or '-' for stdin."),
+                                     help="The output: one or both sides, files or '-' for stdin."),
     json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE",
                                             help="The link's rate (e.g. 100G) to judge bandwidth against."),
-    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in --json and the HTML report."),
     verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
-    """Name the root cause of a failing (or slow) perftest run from its output."""
+    """Name the root cause of a failing (or slow) RDMA run from its output: perftest, NCCL, UCX, Open MPI,
+    libfabric, the verbs and rdma_cm tools, device listings, the kernel log."""
     _required(logs, "LOG...", "argument")
     from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import InputError, parse_paths
@@ -130,12 +187,23 @@ def explain(
             raise click.BadParameter(str(exc), param_hint="--link-rate")
     if logs.count("-") > 1:
         raise click.BadParameter("standard input ('-') can be given once", param_hint="LOG")
+    language = _language(lang)
     table = _table(rules_dir)
     try:
         parsed = parse_paths(logs)
     except InputError as exc:
         raise _fail_input(str(exc))
-    raise typer.Exit(_emit(diagnose.explain(parsed, rate, table), json_out, html, verbose, redact))
+    except OSError as exc:                    # EIO in the middle of a file
+        raise _fail_input(f"cannot read {exc.filename or 'the input'}: {exc.strerror or exc}")
+    raise typer.Exit(_emit(diagnose.explain(parsed, rate, table, language), json_out, html, verbose, redact,
+                           language))
+
+
+def _bad_peer_answer(facts) -> Optional[str]:
+    """One line when the peer's agent sent an answer not to be believed (probe/run.py: agent.bad_answer)."""
+    probe = ((facts.get("sections") or {}).get("probe") or {}).get("data") or {}
+    bad = (probe.get("agent") or {}).get("bad_answer")
+    return f"the peer's agent sent an answer that is not valid ({bad}): nothing it said is used" if bad else None
 
 
 def _peer_address(value: Optional[str]) -> Optional[str]:
@@ -168,11 +236,11 @@ def check(
                                              help="Diagnose facts saved earlier with --save instead of this host's."),
     json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
-    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in the HTML report."),
+    redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in --json, --save "
+                                                    "and the HTML report."),
     sample: float = _option(1.0, "--sample", callback=_within(0.0, 30.0), metavar="SECONDS",
                                  help="Interval between the two port-counter samples (default 1; 0: one sample)."),
     verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
-    # issue 5: the probe ladder against --peer (rdmadoctor/probe)
     probe: bool = _option(True, "--probe/--no-probe",
                                help="With --peer: climb the probe ladder (TCP, rdma_cm, exchange, burst) and ask "
                                     "the peer's agent; --no-probe only checks the route."),
@@ -183,7 +251,11 @@ def check(
     probe_perftest: bool = _option(False, "--probe-perftest",
                                         help="Also try a TCP connect to the peer's perftest port (--port): a "
                                              "waiting perftest server takes it for its client and fails."),
+    timeout: Optional[float] = _option(None, "--timeout", "-t", callback=_within(1.0, 600.0), metavar="SECONDS",
+                                       help="How long each collector, and the collection as a whole, may take "
+                                            "(default: each collector its own deadline, 30 s in all)."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
     from rdmadoctor.engine import diagnose
@@ -194,21 +266,28 @@ def check(
         raise typer.BadParameter("--from reads saved facts; --save writes this host's: use one of them",
                                  param_hint="--from/--save")
     address = _peer_address(peer)
+    language = _language(lang)
     table = _table(rules_dir)
+    bounds = {}
+    if timeout is not None:
+        from rdmadoctor.collectors import ORDER
+        bounds = {"total_timeout": timeout, "timeouts": {name: timeout for name in ORDER}}
     parsed = None
     if log:
         try:
             parsed = parse_paths(log)
         except InputError as exc:
             raise _fail_input(str(exc))
+        except OSError as exc:
+            raise _fail_input(f"cannot read {exc.filename or 'a log'}: {exc.strerror or exc}")
     if from_file is not None:
         try:
             facts = load_facts(from_file)
-        except (OSError, FactsError) as exc:
-            raise _fail_input(f"{from_file}: {exc}")
+        except FactsError as exc:
+            raise _fail_input(str(exc))
     else:
         ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
-        if address and probe:                 # issue 5: the probe ladder runs alongside the collection
+        if address and probe:                 # the probe ladder runs alongside the collection
             from rdmadoctor.probe.protocol import read_token
             from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
             try:
@@ -216,17 +295,26 @@ def check(
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--token-file")
             facts = collect_with_probe(ctx, ProbeOptions(address, agent_port, token,
-                                                         port if probe_perftest else None, facts_port=port))
+                                                         port if probe_perftest else None, facts_port=port),
+                                       (lambda c: collect_facts(c, **bounds)) if bounds else None)
         else:
-            facts = collect_facts(ctx)
+            facts = collect_facts(ctx, **bounds)
+        bad_peer = _bad_peer_answer(facts)
+        if bad_peer:
+            raise _fail_input(bad_peer)
         if save is not None:
+            kept = facts
+            if redact:
+                from rdmadoctor.render.redact import redact_facts
+                kept = redact_facts(facts)
             try:
-                save_facts(facts, save)
+                save_facts(kept, save)
             except OSError as exc:
                 raise _fail_input(f"cannot write {save}: {exc.strerror or exc}")
-            typer.echo(f"facts saved to {save}", err=True)
+            _say(f"facts saved to {save}")
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
-    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table), json_out, html, verbose, redact))
+    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table, language), json_out, html, verbose,
+                           redact, language))
 
 
 @app.command()
@@ -242,10 +330,15 @@ def serve(
     allow_perftest: bool = _option(False, "--allow-perftest",
                                         help="Let `rdmadoctor bench` start perftest servers here (allowlisted "
                                              "binaries and options only, one at a time)."),
+    share_privileged: bool = _option(False, "--share-privileged-facts",
+                                          help="Without a token, still answer with what only root can read "
+                                               "(firewall rules, kernel log); by default a token-less agent "
+                                               "answers only what any local user could read."),
 ) -> None:
     """Be the peer for `rdmadoctor check --peer` (facts, an rdma_cm listener) and, opted in, `rdmadoctor bench`."""
-    from rdmadoctor.agent import serve as agent_serve       # issue 5
-    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients, allow_perftest=allow_perftest))
+    from rdmadoctor.agent import serve as agent_serve
+    raise typer.Exit(agent_serve.main(bind, port, token_file, max_clients, allow_perftest=allow_perftest,
+                                      privileged_facts=share_privileged))
 
 
 @app.command()
@@ -257,7 +350,7 @@ def bench(
     device: Optional[str] = _option(None, "--ib-dev", "-d", metavar="DEV", help="RDMA device (both sides)."),
     gid_index: Optional[int] = _option(None, "--gid-index", "-x", callback=_within(0, 64), help="GID index (both sides)."),
     duration: Optional[int] = _option(None, "--duration", "-D", callback=_within(1, 600), help="Seconds per combination."),
-    iters: Optional[int] = _option(None, "--iters", "-n", callback=_within(5, None), help="Iterations per combination."),
+    iters: Optional[int] = _option(None, "--iters", "-n", callback=_within(5, 100_000_000), help="Iterations per combination."),
     agent_port: int = _option(18600, "--agent-port", callback=_within(1, 65535), help="The peer agent's TCP port (default 18600)."),
     token_file: Optional[Path] = _option(None, "--token-file", metavar="FILE", help="The agent's shared token."),
     link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE", help="Link rate to judge against."),
@@ -269,6 +362,7 @@ def bench(
     json_out: bool = _option(False, "--json", help="Print the diagnosis as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
     """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
     _required(peer, "--peer", "option")
@@ -276,7 +370,7 @@ def bench(
     from rdmadoctor.probe import protocol as ap
     from rdmadoctor.bench import plan, results
     from rdmadoctor.bench import run as bench_run
-    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError
+    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError, BenchAgentInvalid
     try:
         common = {k: v for k, v in (("ib-dev", device), ("gid-index", gid_index), ("duration", duration),
                                     ("iters", iters)) if v is not None}
@@ -285,6 +379,7 @@ def bench(
         rate = diagnose.parse_rate(link_rate) if link_rate else None
     except (plan.PlanError, ValueError) as exc:
         raise typer.BadParameter(str(exc))
+    language = _language(lang)
     table = _table(rules_dir)
     earlier = None
     if compare is not None:
@@ -300,42 +395,48 @@ def bench(
     remote = AgentPeer(address, agent_port, token)
     try:
         remote.hello()
-    except BenchAgentError as exc:
+    except (BenchAgentError, BenchAgentInvalid) as exc:
         raise _fail_input(str(exc))
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+    from rdmadoctor.runtime.text import printable
     err = Console(stderr=True)
-    err.print(f"bench: {len(specs)} combinations of {test} with {address}, about "
-              f"{plan.estimate_seconds(specs) / 60:.1f} min")
+    err.print(Text(f"bench: {len(specs)} combinations of {test} with {address}, about "
+                   f"{plan.estimate_seconds(specs) / 60:.1f} min"))
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeRemainingColumn(), console=err, transient=True) as progress:
         task = progress.add_task("starting", total=len(specs))
 
         def done(combo) -> None:
             if combo.status != "ok" and (combo.client_log or combo.server_log):
-                diagnose.explain_combo(combo, rate, table)
+                diagnose.explain_combo(combo, rate, table, language)
             shown = f"{combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else combo.status
-            progress.update(task, advance=1, description=f"{combo.label}: {shown}")
-            err.print(f"  {combo.label}: {combo.status}" + (f", {combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps
-                                                             is not None else "")
-                      + (f" ({(combo.verdict or {}).get('cause')}: {(combo.verdict or {}).get('summary')})"
-                         if combo.status != "ok" else ""))
-        outcome = bench_run.run_sweep(specs, address, remote, rate, stop_on_failure, on_result=done)
-    outcome.facts = {"peer": remote.facts()}
+            progress.update(task, advance=1, description=Text(printable(f"{combo.label}: {shown}", False)))
+            # the summary quotes the peer's log: text, never markup, never a terminal control
+            err.print(Text(printable(f"  {combo.label}: {combo.status}" + (
+                f", {combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else "") + (
+                f" ({(combo.verdict or {}).get('cause')}: {(combo.verdict or {}).get('summary')})"
+                if combo.status != "ok" else ""), False)))
+        try:
+            outcome = bench_run.run_sweep(specs, address, remote, rate, stop_on_failure, on_result=done)
+            outcome.facts = {"peer": remote.facts()}
+        except BenchAgentInvalid as exc:
+            raise _fail_input(str(exc))
     from rdmadoctor.collectors import collect_facts
     from rdmadoctor.collectors.base import CollectContext
     local = collect_facts(CollectContext(peer=address, sample_seconds=0))
     outcome.facts["local"] = local
     for path, write in ((save, lambda p: results.save_json(outcome, p)),
-                        (csv_file, lambda p: p.write_text(results.to_csv(outcome), encoding="utf-8"))):
+                        (csv_file, lambda p: results.save_csv(outcome, p))):
         if path is not None:
             try:
                 write(path)
             except OSError as exc:
                 raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
-    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0, table)
+    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0, table, language)
     diagnosis.bench = {k: v for k, v in outcome.to_dict().items() if k != "facts"}
-    code = _emit(diagnosis, json_out, html, verbose=False)
+    code = _emit(diagnosis, json_out, html, verbose=False, lang=language)
     raise typer.Exit(130 if outcome.interrupted else code)
 
 
@@ -348,37 +449,55 @@ def report(
     """Render a saved JSON result as one self-contained HTML file."""
     _required(result, "RESULT.json", "argument")
     _required(output, "--output", "option")
-    import json
     from rdmadoctor.render import html as hr
     from rdmadoctor.render.json_out import SCHEMA
+    from rdmadoctor.runtime import jsonio
     try:
-        document = json.loads(result.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise _fail_input(f"{result}: {exc.strerror or exc}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _fail_input(f"{result}: not a JSON result ({exc})")
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise _fail_input(f"{result}: not an rdmadoctor result (expected \"schema\": \"{SCHEMA}\")")
-    try:
-        output.write_text(hr.render(document, redact=redact), encoding="utf-8")
-    except OSError as exc:
-        raise _fail_input(f"cannot write {output}: {exc.strerror or exc}")
-    typer.echo(f"HTML report: {output}", err=True)
-    raise typer.Exit(STATUS_EXIT.get(document.get("verdict", {}).get("status"), EXIT_UNKNOWN))
+        document = jsonio.read(result, str(result))
+        if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+            raise _fail_input(f"{result}: not an rdmadoctor result (expected \"schema\": \"{SCHEMA}\")")
+        jsonio.validate(document, "result", str(result))
+    except jsonio.JsonInputError as exc:
+        raise _fail_input(str(exc))
+    _write(output, hr.render(document, redact=redact))
+    _say(f"HTML report: {output}")
+    raise typer.Exit(STATUS_EXIT[document["verdict"]["status"]])
 
 
 @rules_app.command("list")
-def rules_list(json_out: bool = _option(False, "--json", help="As JSON.")) -> None:
-    """Every rule: id, severity, cause, title."""
+def rules_list(json_out: bool = _option(False, "--json", help="As JSON."), lang: Optional[str] = _lang_option()) -> None:
+    """Every rule: id, severity, kind, cause, and its title in words."""
     import json
     from rdmadoctor.engine import rules
     table = rules.load()
+    language = _language(lang)
     if json_out:
         typer.echo(json.dumps([{"id": r.id, "cause": r.cause, "severity": r.severity, "kind": r.kind,
-                                "scope": r.scope, "title": r.title, "file": r.file} for r in table], indent=2))
+                                "scope": r.scope, "producer": r.producer, "title": r.text("title", language),
+                                "file": r.file} for r in table], indent=2, ensure_ascii=False))
         return
+    from rdmadoctor.render.text import wrap
+    from rdmadoctor.runtime.text import printable
+    width = _width()
     for r in table:
-        typer.echo(f"{r.id:<26} {r.severity:<5} {r.kind:<8} {r.cause:<36} {r.title}")
+        typer.echo(printable(f"{r.id}  {r.severity}  {r.kind}  {r.cause}", False))
+        for line in wrap(printable(rules.readable(r.text("title", language)), False), width, "    "):
+            typer.echo(line)
+
+
+def _width() -> int:
+    """The terminal's width, or 80 columns when the output is not a terminal (always the same in a pipe)."""
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+
+
+def _rule_ids(incomplete: str) -> List[str]:
+    """Shell completion for `rules show ID`."""
+    from rdmadoctor.engine import rules
+    try:
+        return [r.id for r in rules.load() if r.id.startswith(incomplete.upper())]
+    except rules.RuleError:
+        return []
 
 
 @rules_app.command("check")
@@ -396,44 +515,49 @@ def rules_check(directory: Optional[Path] = _argument(None, metavar="DIR",
     outcomes = cases.run_all(table, mine)
     gaps = [f"{r.id}: {gap}" for r in mine for gap in cases.coverage(r)]
     failed = [o for o in outcomes if not o.ok]
+    from rdmadoctor.runtime.text import printable
     for o in failed:
-        typer.echo(f"FAIL {o.name}: {o.message}")
+        typer.echo(printable(f"FAIL {o.name}: {o.message}"))
     for gap in gaps:
-        typer.echo(f"WARN {gap}")
+        typer.echo(printable(f"WARN {gap}"))
     typer.echo(f"{len(mine)} rules checked, {len(outcomes) - len(failed)} of {len(outcomes)} cases passed")
     raise typer.Exit(EXIT_FAILURE if failed else EXIT_WARNING if gaps else EXIT_OK)
 
 
 @rules_app.command("show")
-def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID")) -> None:
+def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID", autocompletion=_rule_ids),
+               lang: Optional[str] = _lang_option()) -> None:
     """One rule: what it matches, why, how to fix, what it explains."""
     _required(rule_id, "ID", "argument")
     from rdmadoctor.engine import rules
+    language = _language(lang)
     by_id = {r.id: r for r in rules.load()}
     rule = by_id.get(rule_id.upper())
     if rule is None:
         raise click.BadParameter(f"no rule {rule_id!r} (see `rdmadoctor rules list`)", param_hint="ID")
-    typer.echo(f"{rule.id}  ({rule.file})\n  cause: {rule.cause}   severity: {rule.severity}   kind: {rule.kind}"
-               f"   confidence: {rule.confidence}   scope: {rule.scope}\n  {rule.title}\n")
-    typer.echo("Why:\n  " + " ".join(rule.why.split()))
-    for heading, items in (("Fix", rule.fix), ("Candidates", rule.candidates), ("Next", rule.next_steps),
-                           ("Explains", rule.explains), ("References", rule.refs)):
+    from rdmadoctor.runtime.text import printable
+    echo = lambda text: typer.echo(printable(text))    # noqa: E731 - a site rule's text is input too
+    echo(f"{rule.id}  ({rule.file})\n  cause: {rule.cause}   severity: {rule.severity}   kind: {rule.kind}"
+         f"   confidence: {rule.confidence}   scope: {rule.scope}\n  {rule.text('title', language)}\n")
+    echo("Why:\n  " + " ".join(rule.text("why", language).split()))
+    for heading, items in (("Fix", rule.text("fix", language)), ("Candidates", rule.candidates),
+                           ("Next", rule.text("next_steps", language)), ("Explains", rule.explains),
+                           ("References", rule.refs)):
         if items:
-            typer.echo(f"{heading}:")
+            echo(f"{heading}:")
             for item in items:
-                typer.echo(f"  - {item}")
-    typer.echo(f"When: {rule.when}")
+                echo(f"  - {item}")
+    echo(f"When: {rule.when}")
 
 
 def main() -> None:
+    from rdmadoctor.runtime.text import printable
     try:
         code = app(standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-    except click.UsageError as exc:
-        exc.show()
-        code = EXIT_USAGE
-    except click.ClickException as exc:
+    except click.ClickException as exc:         # usage errors quote what was typed: no terminal controls
+        exc.message = printable(exc.message)
         exc.show()
         code = EXIT_USAGE
     except click.exceptions.Abort:
@@ -442,5 +566,22 @@ def main() -> None:
     except KeyboardInterrupt:
         code = 130
     except BrokenPipeError:
+        _stdout_closed()
         code = EXIT_OK
+    except RecursionError:
+        _say("the input nests too deeply to be read")
+        code = EXIT_UNKNOWN
+    except OSError as exc:                      # EIO, ENOSPC where no command caught it
+        _say(f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}")
+        code = EXIT_UNKNOWN
+    except Exception as exc:                    # noqa: BLE001 - the last line of defence: one line, exit 3
+        if os.environ.get("RDMADOCTOR_DEBUG"):
+            raise
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else ""
+        _say(f"could not finish: {type(exc).__name__}{where}: {exc} (a bug: please report it; "
+             "RDMADOCTOR_DEBUG=1 shows the traceback)")
+        code = EXIT_UNKNOWN
     sys.exit(code or 0)

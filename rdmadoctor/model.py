@@ -186,7 +186,7 @@ class Rung:
 @dataclass
 class Verdict:
     status: str                      # ok | warning | failure | unknown
-    cause: str                       # slug; "unknown" when nothing names a cause
+    cause: Optional[str]             # slug; "unknown" when nothing names a cause, None when all is well
     rule: Optional[str]
     summary: str
     confidence: Optional[str] = None

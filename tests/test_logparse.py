@@ -58,7 +58,7 @@ def test_both_sides_in_one_paste_with_separators_and_crlf():
 
 
 def test_both_sides_without_separators_or_commands():
-    server = "\n".join(l for l in (SEED / "server.log").read_text().splitlines() if not l.startswith("[root"))
+    server = "\n".join(line for line in (SEED / "server.log").read_text().splitlines() if not line.startswith("[root"))
     client = "\n".join((SEED / "client.log").read_text().splitlines()[1:])
     parsed = parse_text(server + "\n" + client)
     assert [r.side for r in parsed.runs] == ["server", "client"]
@@ -108,7 +108,8 @@ def test_latency_rows_and_duration_rows():
         "    \t\t3.61   \n")
     run = parse_text(text).runs[0]
     assert run.results[0].kind == "lat" and run.results[0].values["t_typical"] == pytest.approx(1.01)
-    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n 2       123456            1.10        901234.00\n")
+    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n"
+                     " 2       123456            1.10        901234.00\n")
     assert dur.runs[0].results[0].kind == "lat_dur"
 
 

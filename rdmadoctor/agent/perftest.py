@@ -105,6 +105,13 @@ class PerftestServers:
             server.process.stop()
             self._finish(server)
 
+    def stop_everything(self) -> None:
+        """The agent is stopping (SIGTERM, SIGINT): no server it started outlives it."""
+        self.allowed = False
+        for server in list(self.servers.values()):
+            server.process.stop()
+            self._finish(server)
+
     def _own(self, owner: int, handle: object) -> _Server:
         server = self.servers.get(handle) if isinstance(handle, int) else None
         if server is None or server.owner != owner:

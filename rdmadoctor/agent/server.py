@@ -2,26 +2,33 @@
 
 What it does for a client (protocol.py has the wire format):
   * answers with this host's facts, collected by the same collectors as `check`, asked about the client's
-    address (the address the connection comes from: the client does not choose it);
+    address (the address the connection comes from: the client does not choose it), with nothing of other
+    processes but whether a port is taken and the program's name (public_facts());
   * on request, holds an rdma_cm listener for the probe's exchange: a child process (probe/verbs_child.py
     server) that accepts one connection, runs its side, reports, and is killed at its deadline or when the
     client leaves, whichever comes first.
 
-What bounds it:
+What bounds it (docs/probe.md, "Threat model"):
   * it binds to one address (default: this host's only RDMA address; see default_bind());
-  * with a token, a client must pass an HMAC challenge before anything but hello; a failed auth closes the
-    connection; the token never crosses the wire and is compared in constant time;
-  * a request line is at most MAX_REQUEST bytes; an idle connection is closed after IDLE seconds, any
-    connection after SESSION seconds; at most max_clients connections at once (more are answered
-    "busy" and closed); one facts collection runs at a time (concurrent asks for the same client share it)
-    and one rdma_cm listener;
-  * it runs no shell and no command a client names: the collectors' fixed read-only commands and the
-    verbs child are all it starts; it changes nothing on the host (the listener's memory registrations
-    and QP go away with its process);
-  * every request is logged: who, what, outcome, seconds.
+  * with a token, a client must pass an HMAC challenge before anything but hello, within AUTH_DEADLINE of
+    connecting whatever it sends; after that every request and answer carries the session's MAC and a
+    sequence number; failed authentications back off per source address (AuthBackoff);
+  * a request line is at most MAX_REQUEST bytes; the third bad request (malformed, unknown op, refused for
+    want of auth) closes the connection; an idle connection is closed after IDLE seconds, any connection
+    after SESSION seconds; at most max_clients connections at once, of which unauthenticated ones never
+    hold the last `reserve` (a new connection pushes out the oldest unauthenticated one instead);
+  * one facts collection at a time (asks for the same client and port share it) and at most
+    FACTS_PER_WINDOW fresh ones per client address per FACTS_WINDOW seconds; one rdma_cm listener;
+  * without a token it answers only what an unprivileged user could read (no firewall rules, no kernel log)
+    unless the operator starts it with --share-privileged-facts;
+  * it runs no shell and no command a client names: the collectors' fixed read-only commands, the verbs
+    child and (opted in) allowlisted perftest servers are all it starts, and shutdown stops them all;
+  * every request is logged: who, what, outcome, seconds; client-supplied values escaped and cut short, at
+    most MAX_LOG_LINES lines per connection.
 """
 from __future__ import annotations
 
+import collections
 import ipaddress
 import logging
 import os
@@ -30,24 +37,32 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from rdmadoctor.agent.perftest import PerftestRefused, PerftestServers
 from rdmadoctor.probe import protocol as p
 from rdmadoctor.runtime.net import ipv4_of
+from rdmadoctor.runtime.text import log_text, log_value
 
 LOG = logging.getLogger("rdmadoctor.agent")
 IDLE = 30.0                     # seconds a connection may wait between requests
-UNAUTHENTICATED_IDLE = 10.0     # ... before it has authenticated (when a token is set)
+AUTH_DEADLINE = 10.0            # seconds from connecting to authenticated (when a token is set)
 SESSION = 180.0                 # seconds any connection may last
 SEND_TIMEOUT = 10.0
 FACTS_CACHE_SECONDS = 15.0
+FACTS_WINDOW = 60.0             # fresh facts collections per client address: at most FACTS_PER_WINDOW
+FACTS_PER_WINDOW = 4            # per FACTS_WINDOW seconds (check --peer needs one, bench two)
 FACTS_BUDGET = 60.0             # the agent's fact collection (check's own: 30 s, 15 s per collector)
 FACTS_COLLECTOR_TIMEOUT = 45.0
 LISTENER_START = 20.0           # the verbs child must be listening within this (Python + pyverbs import)
 LISTENER_LIFETIME = 60.0        # after this the listener is killed whatever happens
 RESULT_WAIT_MAX = 30.0
 MAX_BAD_REQUESTS = 3
+MAX_LOG_LINES = 40              # log lines one connection may cause (then one line saying so, then silence)
+AUTH_FREE_FAILURES = 3          # failed authentications from one address before it must wait
+AUTH_MAX_BACKOFF = 60.0         # the longest wait: 1 s after the 3rd failure, doubling
+# codes that count as a bad request: a client that keeps sending them is not a client
+BAD_CODES = ("bad-request", "unknown-op", "unsupported-version", "auth-required")
 
 
 class AgentError(Exception):
@@ -66,6 +81,12 @@ class Config:
     idle: float = IDLE
     session: float = SESSION
     allow_perftest: bool = False                                   # serve --allow-perftest (bench)
+    privileged_facts: bool = False                                 # serve --share-privileged-facts
+
+    @property
+    def reserve(self) -> int:
+        """Slots only an authenticated client may hold (none without a token: every client is)."""
+        return max(1, self.max_clients // 4) if self.token is not None and self.max_clients > 1 else 0
 
 
 def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
@@ -120,18 +141,42 @@ def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
 
 # -- shared state -----------------------------------------------------------------------------------------
 
+class RateLimited(Exception):
+    pass
+
+
 class FactsCache:
-    """One collection at a time; asks for the same (client, port) within FACTS_CACHE_SECONDS share one."""
+    """One collection at a time; asks for the same (client, port) within FACTS_CACHE_SECONDS share one; at
+    most FACTS_PER_WINDOW fresh collections per client address per FACTS_WINDOW (each new port would otherwise
+    start one: a client could keep the host's collectors busy)."""
 
     def __init__(self, collect: Callable[[str, int], Dict[str, Any]]):
         self.collect = collect
         self.lock = threading.Lock()
         self.running = threading.Lock()
         self.cache: Dict[Tuple[str, int], Tuple[float, Dict[str, Any]]] = {}
+        self.fresh: Dict[str, Deque[float]] = {}
+
+    def _admit(self, client: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            times = self.fresh.setdefault(client, collections.deque())
+            while times and now - times[0] >= FACTS_WINDOW:
+                times.popleft()
+            if len(times) >= FACTS_PER_WINDOW:
+                raise RateLimited(f"{FACTS_PER_WINDOW} facts collections for {client} in the last "
+                                  f"{FACTS_WINDOW:g} s: try again in {FACTS_WINDOW - (now - times[0]):.0f} s")
+            times.append(now)
+            if len(self.fresh) > 4096:          # forget quiet clients
+                self.fresh = {k: v for k, v in self.fresh.items() if v and now - v[-1] < FACTS_WINDOW}
 
     def get(self, client: str, port: int, timeout: float) -> Tuple[Dict[str, Any], bool]:
         key = (client, port)
         deadline = time.monotonic() + timeout
+        with self.lock:
+            hit = self.cache.get(key)
+            if hit and time.monotonic() - hit[0] < FACTS_CACHE_SECONDS:
+                return hit[1], True
         if not self.running.acquire(timeout=max(0.0, timeout)):
             raise AgentError("busy: another facts collection did not finish in time")
         try:
@@ -141,6 +186,7 @@ class FactsCache:
                     return hit[1], True
             if time.monotonic() > deadline:
                 raise AgentError("busy: no time left to collect facts")
+            self._admit(client)
             facts = self.collect(client, port)
             with self.lock:
                 self.cache = {k: v for k, v in self.cache.items() if time.monotonic() - v[0] < FACTS_CACHE_SECONDS}
@@ -150,6 +196,36 @@ class FactsCache:
             self.running.release()
 
 
+class AuthBackoff:
+    """Failed authentications per source address: the first AUTH_FREE_FAILURES cost nothing, then each
+    further attempt waits 1, 2, 4 ... AUTH_MAX_BACKOFF seconds after the last failure (an attempt during the
+    wait is refused unchecked). A success forgets the address."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failures: Dict[str, Tuple[int, float]] = {}
+
+    def wait_left(self, address: str) -> float:
+        with self.lock:
+            count, last = self.failures.get(address, (0, 0.0))
+        if count < AUTH_FREE_FAILURES:
+            return 0.0
+        wait = min(AUTH_MAX_BACKOFF, 2.0 ** (count - AUTH_FREE_FAILURES))
+        return max(0.0, last + wait - time.monotonic())
+
+    def failed(self, address: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            count, _ = self.failures.get(address, (0, 0.0))
+            self.failures[address] = (count + 1, now)
+            if len(self.failures) > 4096:
+                self.failures = {k: v for k, v in self.failures.items() if now - v[1] < 2 * AUTH_MAX_BACKOFF}
+
+    def succeeded(self, address: str) -> None:
+        with self.lock:
+            self.failures.pop(address, None)
+
+
 def collect_for(client: str, port: int) -> Dict[str, Any]:
     """The facts for one client. Nobody waits on a deadline for them (the probe's verdict does not), so the
     collectors get more time than check's defaults: a loaded or slow host answers late rather than partly."""
@@ -157,6 +233,44 @@ def collect_for(client: str, port: int) -> Dict[str, Any]:
     from rdmadoctor.collectors.base import CollectContext
     return collect_facts(CollectContext(peer=client, port=port, sample_seconds=0.0), total_timeout=FACTS_BUDGET,
                          timeouts={name: FACTS_COLLECTOR_TIMEOUT for name in ORDER})
+
+
+WITHHELD = ("withheld: this agent runs without a token, so it answers only what any user of this host can read "
+            "(start it with --token-file, or with --share-privileged-facts to share this anyway)")
+
+
+def public_facts(facts: Dict[str, Any], privileged: bool) -> Dict[str, Any]:
+    """What the agent tells a client of its facts. Never another process's command line, pid or user: a
+    listener is its address, port and program name (whether the port is taken, and by what). Without
+    `privileged` (a token-less agent, not told otherwise) also nothing only root can read: the firewall
+    rules (CAP_NET_ADMIN) and the kernel log (dmesg_restrict)."""
+    out = dict(facts)
+    sections = dict(out.get("sections") or {})
+    ports = sections.get("ports")
+    if isinstance(ports, dict) and isinstance(ports.get("data"), dict):
+        data = dict(ports["data"])
+        for name in ("tcp_listeners", "rdma_processes"):
+            if isinstance(data.get(name), list):
+                data[name] = [{k: item.get(k) for k in ("ip", "port", "family", "process") if k in item}
+                              for item in data[name] if isinstance(item, dict)]
+        ports = dict(ports, data=data, unreadable=[u for u in ports.get("unreadable") or []
+                                                   if (u or {}).get("what") != "owner of a listening socket"])
+        if not ports["unreadable"] and ports.get("status") == "partial":
+            ports.update(status="ok", reason=None)
+        sections["ports"] = ports
+    if not privileged:
+        if "firewall" in sections:
+            sections["firewall"] = {"status": "unavailable", "reason": WITHHELD, "unreadable": [],
+                                    "seconds": 0.0, "source": None}
+        kernel = sections.get("kernel")
+        if isinstance(kernel, dict) and isinstance(kernel.get("data"), dict):
+            data = dict(kernel["data"], log={"source": None, "lines": [], "readable": False, "unreadable": WITHHELD})
+            unreadable = [u for u in kernel.get("unreadable") or [] if (u or {}).get("what") != "kernel log"]
+            unreadable.append({"what": "kernel log", "why": WITHHELD})
+            sections["kernel"] = dict(kernel, data=data, status="partial", unreadable=unreadable,
+                                      reason="could not read: " + "; ".join(u["what"] for u in unreadable[:5]))
+    out["sections"] = sections
+    return out
 
 
 class Listener:
@@ -213,12 +327,18 @@ class Agent:
         self.config = config
         self.facts = FactsCache(config.facts or collect_for)
         self.perftest = PerftestServers(config.allow_perftest)
-        self.active = 0
+        self.backoff = AuthBackoff()
         self.lock = threading.Lock()
+        self.sessions: Dict[int, "Session"] = {}     # the connections being served, oldest first
         self.listener_owner: Optional[int] = None
         self.stop = threading.Event()
+        self.stopped = threading.Event()
         self.sock: Optional[socket.socket] = None
         self.connections = 0
+
+    @property
+    def active(self) -> int:
+        return len(self.sessions)
 
     @property
     def rdma_port(self) -> int:
@@ -250,22 +370,52 @@ class Agent:
                     conn, addr = self.sock.accept()
                 except OSError:
                     continue
-                with self.lock:
-                    admitted = self.active < self.config.max_clients
-                    if admitted:
-                        self.active += 1
-                        self.connections += 1
-                        number = self.connections
-                if not admitted:
+                session, evicted = self._admit(conn, addr)
+                if evicted is not None:
+                    evicted.evict()
+                if session is None:
                     self._refuse(conn, addr)
                     continue
-                threading.Thread(target=self._session, args=(conn, addr, number), daemon=True,
-                                 name=f"rdmadoctor-agent-{number}").start()
+                threading.Thread(target=self._session, args=(session,), daemon=True,
+                                 name=f"rdmadoctor-agent-{session.number}").start()
         finally:
             self.sock.close()
+            self.close_all()
+            self.stopped.set()
+
+    def _admit(self, conn: socket.socket, addr: Any) -> Tuple[Optional["Session"], Optional["Session"]]:
+        """(the new connection's session or None: busy, the unauthenticated session it pushes out).
+
+        Unauthenticated connections hold at most max_clients - reserve slots; when a new one finds no room,
+        the oldest unauthenticated one makes room (it had its chance), so clients that never authenticate
+        cannot keep the token holder out. Authenticated sessions are never pushed out."""
+        cfg = self.config
+        with self.lock:
+            pending = [s for s in self.sessions.values() if not s.authed]
+            evicted = None
+            room = len(self.sessions) < cfg.max_clients and len(pending) < cfg.max_clients - cfg.reserve
+            if not room and pending:
+                evicted = pending[0]
+                self.sessions.pop(evicted.number, None)
+                room = True
+            if not room:
+                return None, None
+            self.connections += 1
+            session = Session(self, conn, addr, self.connections)
+            self.sessions[session.number] = session
+            return session, evicted
 
     def shutdown(self) -> None:
         self.stop.set()
+
+    def close_all(self) -> None:
+        """Stop everything this agent started: every connection's listener child and perftest server."""
+        with self.lock:
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            session.evict(log=False)
+            session.close()
+        self.perftest.stop_everything()
 
     def _refuse(self, conn: socket.socket, addr: Any) -> None:
         LOG.info("client=%s op=- outcome=refused:busy seconds=0 (%d clients already)", _who(addr),
@@ -279,23 +429,30 @@ class Agent:
         finally:
             conn.close()
 
-    def _session(self, conn: socket.socket, addr: Any, number: int) -> None:
-        state = Session(self, conn, addr, number)
+    def _session(self, state: "Session") -> None:
         try:
             state.run()
         except Exception as exc:    # noqa: BLE001 - one client's trouble never ends the agent
-            LOG.warning("client=%s op=- outcome=internal-error:%s", _who(addr), exc)
+            LOG.warning("client=%s op=- outcome=internal-error:%s", _who(state.addr), log_text(type(exc).__name__))
         finally:
             state.close()
             with self.lock:
-                self.active -= 1
+                self.sessions.pop(state.number, None)
 
 
 def _who(addr: Any) -> str:
     try:
         return f"{addr[0]}:{addr[1]}"
     except (TypeError, IndexError):
-        return str(addr)
+        return log_value(addr)
+
+
+class Closed(Exception):
+    """The connection is to end (after what was sent); `outcome` is logged."""
+
+    def __init__(self, outcome: str):
+        super().__init__(outcome)
+        self.outcome = outcome
 
 
 class Session:
@@ -307,101 +464,169 @@ class Session:
         self.local = conn.getsockname()[0]
         self.reader = p.LineReader(conn, p.MAX_REQUEST)
         self.challenge: Optional[str] = None
+        self.hello_digest = ""
+        self.key: Optional[bytes] = None              # the session key once authenticated
+        self.pending_key: Optional[bytes] = None
+        self.seq = 0                                  # the last request's sequence number
         self.authed = agent.config.token is None
         self.listener: Optional[Listener] = None
         self.started = time.monotonic()
         self.bad = 0
+        self.logged = 0
+        self.evicted = False
+
+    def evict(self, log: bool = True) -> None:
+        """End this connection from outside (a newer connection needs its slot; shutdown)."""
+        self.evicted = True
+        if log:
+            self.log("-", "closed:evicted-unauthenticated", self.started)
+        try:
+            self.conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def send(self, message: Dict[str, Any]) -> None:
+        if self.key is not None:
+            message = p.seal(self.key, "answer", message, self.seq)
         self.conn.settimeout(SEND_TIMEOUT)
         self.conn.sendall(p.encode(message))
 
-    def log(self, op: str, outcome: str, started: float, detail: str = "") -> None:
-        LOG.info("client=%s op=%s outcome=%s seconds=%.3f%s", _who(self.addr), op, outcome,
-                 time.monotonic() - started, f" {detail}" if detail else "")
+    def log(self, op: Any, outcome: str, started: float, detail: str = "") -> None:
+        """One line per request; every client-supplied value escaped and cut short, MAX_LOG_LINES per
+        connection (a client cannot fill the disk through the log)."""
+        self.logged += 1
+        if self.logged > MAX_LOG_LINES + 1:
+            return
+        if self.logged == MAX_LOG_LINES + 1:
+            LOG.info("client=%s op=- outcome=log-limit seconds=%.3f (further requests of this connection are "
+                     "not logged)", _who(self.addr), time.monotonic() - self.started)
+            return
+        LOG.info("client=%s op=%s outcome=%s seconds=%.3f%s", _who(self.addr), log_value(op, 32), outcome,
+                 time.monotonic() - started, f" {log_text(detail)}" if detail else "")
+
+    def _left(self) -> Tuple[float, str]:
+        """(seconds this connection may wait for its next request, the outcome when they run out)."""
+        cfg = self.agent.config
+        now = time.monotonic()
+        options = [(cfg.idle, "closed:idle"), (cfg.session - (now - self.started), "closed:session-timeout")]
+        if not self.authed:
+            options.append((AUTH_DEADLINE - (now - self.started), "closed:auth-timeout"))
+        return min(options)
 
     def run(self) -> None:
-        cfg = self.agent.config
-        while not self.agent.stop.is_set():
-            idle = cfg.idle if self.authed else min(cfg.idle, UNAUTHENTICATED_IDLE)
-            left = min(idle, cfg.session - (time.monotonic() - self.started))
+        try:
+            self._serve()
+        except Closed as closed:
+            self.log("-", closed.outcome, self.started)
+
+    def _serve(self) -> None:
+        while not self.agent.stop.is_set() and not self.evicted:
+            left, why = self._left()
             if left <= 0:
-                self.send(p.error(None, "session-timeout", f"connection open longer than {cfg.session:g} s"))
-                self.log("-", "closed:session-timeout", self.started)
-                return
+                self._expire(why)
             started = time.monotonic()
             try:
                 line = self.reader.readline(left)
             except socket.timeout:
-                self.log("-", "closed:idle", started)
-                return
+                self._expire(self._left()[1] if self._left()[0] <= 0 else why)
             except p.TooLarge as exc:
                 self.send(p.error(None, exc.code, exc.message))
-                self.log("?", "refused:too-large", started)
-                return
+                raise Closed("refused:too-large")
             except p.ProtocolError as exc:
-                self.log("?", f"closed:{exc.code}", started, exc.message)
-                return
+                raise Closed(f"closed:{exc.code}")
             except OSError:
                 return
-            if line is None:
+            if line is None or self.evicted:
                 return
             if not line.strip():
+                self._bad(started, "?", "bad-request", "empty line")
                 continue
             try:
                 request = p.decode_request(line)
             except p.ProtocolError as exc:
-                self.bad += 1
                 self.send(p.error(None, exc.code, exc.message))
-                self.log("?", f"refused:{exc.code}", started, exc.message)
-                if self.bad >= MAX_BAD_REQUESTS:
-                    self.log("-", "closed:too-many-bad-requests", self.started)
-                    return
+                self._bad(started, "?", exc.code, exc.message)
                 continue
+            self._authenticated(request, started)
             op = request["op"]
             try:
                 reply, outcome, detail = self.dispatch(request)
             except p.ProtocolError as exc:
                 reply, outcome, detail = p.error(request, exc.code, exc.message), f"refused:{exc.code}", exc.message
+            except RateLimited as exc:
+                reply, outcome, detail = p.error(request, "rate-limited", str(exc)), "refused:rate-limited", ""
             except AgentError as exc:
                 reply, outcome, detail = p.error(request, "failed", str(exc)), "failed", str(exc)
             self.send(reply)
+            if self.pending_key is not None:
+                self.key, self.pending_key, self.seq = self.pending_key, None, 0
+            code = outcome.split(":", 1)[1] if outcome.startswith("refused:") else ""
+            if code in BAD_CODES:
+                self._bad(started, op, code, detail)
+                continue
             self.log(op, outcome, started, detail)
-            if op == "bye" or outcome in ("refused:auth-failed",):
+            if op == "bye":
                 return
+            if code in ("auth-failed", "auth-backoff"):
+                raise Closed(f"closed:{code}")
+
+    def _expire(self, why: str) -> None:
+        message = {"closed:idle": "no request for %g s" % self.agent.config.idle,
+                   "closed:auth-timeout": "not authenticated %g s after connecting" % AUTH_DEADLINE,
+                   }.get(why, "connection open longer than %g s" % self.agent.config.session)
+        try:
+            self.send(p.error(None, why.split(":", 1)[1], message))
+        except OSError:
+            pass
+        raise Closed(why)
+
+    def _bad(self, started: float, op: Any, code: str, detail: str) -> None:
+        """A bad request (its answer sent): logged, counted; the MAX_BAD_REQUESTS-th ends the connection."""
+        self.bad += 1
+        self.log(op, f"refused:{code}", started, detail)
+        if self.bad >= MAX_BAD_REQUESTS:
+            raise Closed("closed:too-many-bad-requests")
+
+    def _authenticated(self, request: Dict[str, Any], started: float) -> None:
+        """After the handshake every request must carry the session MAC and the next sequence number."""
+        if self.key is None:
+            return
+        wrong = p.check_seal(self.key, "request", request, self.seq + 1)
+        if wrong is not None:
+            self.agent.backoff.failed(self.client)
+            self.key = None                           # the answer goes out unsealed: the client is not ours
+            self.send(p.error(request, "auth-failed", f"request not authenticated: {wrong}"))
+            self.log(request.get("op"), "refused:auth-failed", started, wrong)
+            raise Closed("closed:auth-failed")
+        self.seq += 1
 
     def dispatch(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
         op = request["op"]
         cfg = self.agent.config
         if op == "hello":
-            self.challenge = p.new_nonce()
             from rdmadoctor import __version__
-            return p.answer(request, agent="rdmadoctor", version=__version__, protocol=p.PROTOCOL, ops=list(p.OPS),
-                            auth="hmac-sha256" if cfg.token else "none", challenge=self.challenge,
-                            client=self.client, bind=self.local, rdma_port=self.agent.rdma_port,
-                            perftest=cfg.allow_perftest), "ok", ""
+            if self.key is None:
+                self.challenge = p.new_nonce()
+            answer = p.normalized(p.answer(
+                request, agent="rdmadoctor", version=__version__, protocol=p.PROTOCOL, ops=list(p.OPS),
+                auth="hmac-sha256" if cfg.token else "none", challenge=self.challenge, client=self.client,
+                bind=self.local, rdma_port=self.agent.rdma_port, perftest=cfg.allow_perftest,
+                privileged_facts=cfg.privileged_facts or cfg.token is not None))
+            if self.key is None:
+                self.hello_digest = p.transcript(answer)
+            return answer, "ok", ""
         if op == "auth":
-            if cfg.token is None:
-                return p.answer(request, note="this agent has no token: nothing to check"), "ok", "no token set"
-            if self.challenge is None:
-                raise p.ProtocolError("bad-request", "send hello first: auth answers its challenge")
-            mac, cnonce = request.get("mac"), request.get("cnonce")
-            if not isinstance(mac, str) or not isinstance(cnonce, str) or not 16 <= len(cnonce) <= 128:
-                raise p.ProtocolError("bad-request", "auth needs 'mac' and 'cnonce' (16 to 128 hex characters)")
-            challenge, self.challenge = self.challenge, None          # one try per challenge
-            if not p.same(mac, p.client_mac(cfg.token, challenge, cnonce)):
-                raise p.ProtocolError("auth-failed", "the token does not match")
-            self.authed = True
-            return p.answer(request, server_mac=p.agent_mac(cfg.token, challenge, cnonce)), "ok", ""
+            return self._auth(request)
         if op == "bye":
             return p.answer(request), "ok", ""
         if op not in p.OPS:
-            raise p.ProtocolError("unknown-op", f"unknown op {op!r}; this agent supports {', '.join(p.OPS)}")
+            raise p.ProtocolError("unknown-op", f"unknown op; this agent supports {', '.join(p.OPS)}")
         if not self.authed:
             raise p.ProtocolError("auth-required", "this agent needs a token: hello, then auth")
         if op == "facts":
             port = p.int_field(request, "port", 18515, 1, 65535)
             facts, cached = self.agent.facts.get(self.client, port, timeout=FACTS_BUDGET + 30.0)
+            facts = public_facts(facts, cfg.privileged_facts or cfg.token is not None)
             return p.answer(request, facts=facts, cached=cached), "ok", f"port={port}{' cached' if cached else ''}"
         if op == "listen":
             return self._listen(request)
@@ -418,7 +643,32 @@ class Session:
                 self.listener = None
                 self._release()
             return p.answer(request, listener=result), "ok", f"listener {result['state']}"
-        raise p.ProtocolError("unknown-op", f"unknown op {op!r}")
+        raise p.ProtocolError("unknown-op", "unknown op")
+
+    def _auth(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        cfg = self.agent.config
+        if cfg.token is None:
+            return p.answer(request, note="this agent has no token: nothing to check"), "ok", "no token set"
+        if self.key is not None:
+            raise p.ProtocolError("bad-request", "already authenticated")
+        if self.challenge is None:
+            raise p.ProtocolError("bad-request", "send hello first: auth answers its challenge")
+        mac, cnonce = request.get("mac"), request.get("cnonce")
+        if not isinstance(mac, str) or not isinstance(cnonce, str) or not 16 <= len(cnonce) <= 128:
+            raise p.ProtocolError("bad-request", "auth needs 'mac' and 'cnonce' (16 to 128 hex characters)")
+        wait = self.agent.backoff.wait_left(self.client)
+        if wait > 0:
+            raise p.ProtocolError("auth-backoff", f"too many failed authentications from {self.client}: "
+                                                  f"try again in {wait:.0f} s")
+        challenge, self.challenge = self.challenge, None          # one try per challenge
+        if not p.same(mac, p.client_mac(cfg.token, challenge, cnonce, self.hello_digest)):
+            self.agent.backoff.failed(self.client)
+            raise p.ProtocolError("auth-failed", "the token does not match")
+        self.agent.backoff.succeeded(self.client)
+        self.authed = True
+        # this answer goes out unsealed (its server_mac is its proof); every later one is sealed
+        self.pending_key = p.session_key(cfg.token, challenge, cnonce)
+        return p.answer(request, server_mac=p.agent_mac(cfg.token, challenge, cnonce, self.hello_digest)), "ok", ""
 
     def _listen(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
         agent = self.agent
@@ -459,9 +709,9 @@ class Session:
                 self.agent.listener_owner = None
 
     def close(self) -> None:
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.close()
         self._release()
         self.agent.perftest.stop_all(self.number)
         try:

@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 
 from rdmadoctor.probe import agent_client
 from rdmadoctor.probe.agent_client import AgentFailure
-from rdmadoctor.knowledge.perftest import RunSpec
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT, RunSpec
 
 CONNECT_TIMEOUT = 5.0
 CALL_TIMEOUT = 15.0
@@ -17,6 +17,15 @@ CALL_TIMEOUT = 15.0
 
 class BenchAgentError(Exception):
     """The peer's agent is unreachable, refuses perftest, or failed to start the server."""
+
+
+class BenchAgentInvalid(Exception):
+    """The peer's agent sent an answer that is not a valid one (wrong shape, failed its MAC): the sweep stops,
+    nothing it said is used."""
+
+
+def _invalid(exc: AgentFailure) -> bool:
+    return exc.code in ("bad-answer", "unauthenticated")
 
 
 class AgentPeer:
@@ -36,7 +45,7 @@ class AgentPeer:
         finally:
             session.close()
 
-    def facts(self, perftest_port: int = 18515) -> Optional[Dict[str, Any]]:
+    def facts(self, perftest_port: int = DEFAULT_PORT) -> Optional[Dict[str, Any]]:
         """The peer's facts (for the report and for explaining a shortfall), or None when it cannot give them."""
         try:
             session = self._open()
@@ -44,7 +53,9 @@ class AgentPeer:
             return None
         try:
             return session.call("facts", 120.0, port=perftest_port).get("facts")
-        except AgentFailure:
+        except AgentFailure as exc:
+            if _invalid(exc):
+                raise BenchAgentInvalid(f"the agent on {self.host}:{self.port}: {exc}")
             return None
         finally:
             session.close()
@@ -58,6 +69,8 @@ class AgentPeer:
             session.greet(CALL_TIMEOUT)
         except AgentFailure as exc:
             session.close()
+            if _invalid(exc):
+                raise BenchAgentInvalid(f"the agent on {self.host}:{self.port}: {exc}")
             raise BenchAgentError(f"the agent on {self.host}:{self.port} refused: {exc}")
         return session
 
@@ -68,6 +81,8 @@ class AgentPeer:
                                   options={k: v for k, v in spec.options})
         except AgentFailure as exc:
             session.close()
+            if _invalid(exc):
+                raise BenchAgentInvalid(f"the agent on {self.host}:{self.port}: {exc}")
             raise BenchAgentError(f"the agent did not start {spec.label}: {exc}")
         self.sessions[answer["handle"]] = session
         return {"handle": answer["handle"], "port": answer["port"], "argv": answer.get("argv")}
@@ -78,6 +93,8 @@ class AgentPeer:
             answer = session.call("perftest-wait", wait + CALL_TIMEOUT, handle=handle, wait=wait)
             return {k: answer.get(k) for k in ("output", "rc", "timed_out", "seconds", "truncated")}
         except AgentFailure as exc:
+            if _invalid(exc):
+                raise BenchAgentInvalid(f"the agent on {self.host}:{self.port}: {exc}")
             return {"output": "", "rc": None, "timed_out": True, "error": str(exc)}
         finally:
             session.close()

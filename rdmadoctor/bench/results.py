@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from rdmadoctor.runtime import jsonio
+from rdmadoctor.runtime.files import write_private
 from rdmadoctor.views.bench import SCHEMA, BenchResult
 
 CSV_COLUMNS = ("tool", "qp", "size", "status", "bw_avg_gbps", "bw_peak_gbps", "msg_rate_mpps", "lat_typical_us",
@@ -14,7 +16,12 @@ CSV_COLUMNS = ("tool", "qp", "size", "status", "bw_avg_gbps", "bw_peak_gbps", "m
 
 
 def save_json(result: BenchResult, path: Union[str, Path]) -> None:
-    Path(path).write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+    """Raises OSError (runtime/files.py: mode 0600, never through a planted name)."""
+    write_private(path, json.dumps(result.to_dict(), indent=2) + "\n")
+
+
+def save_csv(result: BenchResult, path: Union[str, Path]) -> None:
+    write_private(path, to_csv(result))
 
 
 def to_csv(result: BenchResult) -> str:
@@ -35,10 +42,12 @@ class BenchFileError(ValueError):
 
 
 def load_json(path: Union[str, Path]) -> Dict[str, Any]:
+    """An earlier `bench --save`, checked against rdmadoctor/schemas/bench.schema.json; BenchFileError (one
+    line) for anything else."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BenchFileError(f"{path}: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise BenchFileError(f"{path}: not a bench result (expected \"schema\": \"{SCHEMA}\")")
-    return doc
+        doc = jsonio.read(path, str(path))
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise BenchFileError(f"{path}: not a bench result (expected \"schema\": \"{SCHEMA}\")")
+        return jsonio.validate(doc, "bench", str(path))
+    except jsonio.JsonInputError as exc:
+        raise BenchFileError(str(exc)) from None

@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
+from rdmadoctor.runtime import jsonio
+from rdmadoctor.runtime.files import write_private
 
 SCHEMA = "rdmadoctor-facts/1"
-ORDER = ("versions", "devices", "kernel", "netlink", "limits", "firewall", "ports", "pci")
+ORDER = ("versions", "devices", "kernel", "netlink", "limits", "firewall", "ports", "pci", "qos")
 STATUSES = ("ok", "partial", "unavailable")
 TOTAL_BUDGET = 30.0
 
@@ -211,26 +213,31 @@ def validate_facts(doc: Any, where: str = "facts") -> Dict[str, Any]:
 
 
 def save_facts(facts: Dict[str, Any], path: Union[str, Path]) -> None:
+    """Write the facts for their owner only (runtime/files.py: mode 0600, never through a planted name).
+    Raises OSError."""
     validate_facts(facts, "facts to save")
     text = json.dumps(facts, indent=1, sort_keys=False, default=str)
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, text + "\n")
+
+
+def check_facts(doc: Any, where: str) -> Dict[str, Any]:
+    """A facts document from outside (a file, a peer agent) as the views may read it, or FactsError: the
+    envelope first (for its clearer messages), then every field's kind against
+    rdmadoctor/schemas/facts.schema.json."""
+    validate_facts(doc, where)
+    try:
+        return jsonio.validate(doc, "facts", where)
+    except jsonio.JsonInputError as exc:
+        raise FactsError(str(exc)) from None
 
 
 def load_facts(path: Union[str, Path]) -> Dict[str, Any]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FactsError(f"{path}: cannot read ({exc.strerror or exc})")
-    except UnicodeDecodeError:
-        raise FactsError(f"{path}: not a text file")
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise FactsError(f"{path}: not JSON ({exc})")
-    return validate_facts(doc, str(path))
+        doc = jsonio.read(path, str(path))
+    except jsonio.JsonInputError as exc:
+        raise FactsError(str(exc)) from None
+    return check_facts(doc, str(path))
 
 
 __all__ = ["SCHEMA", "ORDER", "CollectContext", "Unavailable", "FactsError", "collect_facts", "load_facts",
-           "save_facts", "validate_facts", "registry", "run_collector", "host_info"]
+           "save_facts", "validate_facts", "check_facts", "registry", "run_collector", "host_info"]

@@ -1,7 +1,9 @@
 """Who listens on the perftest side-channel port (TCP 18515 by default) in this network namespace.
 
 psutil lists the sockets; without the rights to see another user's process, pid is null (psutil gives
-pid=None, fd=-1 to non-root users) and the owner is reported as not visible, not as "nobody". Without psutil,
+pid=None, fd=-1 to non-root users) and the owner is reported as not visible, not as "nobody". A process's
+command line is kept only for the RDMA test programs (RDMA_TOOLS: their options are what a diagnosis reads);
+any other program's may hold a password and never goes into the facts. Without psutil,
 /proc/net/tcp{,6} give the listeners without their owners. rdma_cm listeners (ib_*_bw -R, rping -s) are not
 TCP sockets: they are listed from `rdma resource show cm_id` when the rdma tool can read them.
 """
@@ -69,7 +71,8 @@ def psutil_listeners(ports: List[int]) -> List[Dict[str, Any]]:
         if c.pid is not None:
             try:
                 p = psutil.Process(c.pid)
-                ent.update(process=p.name(), cmdline=p.cmdline(), user=p.username())
+                name = p.name()
+                ent.update(process=name, cmdline=p.cmdline() if name in RDMA_TOOLS else None, user=p.username())
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, KeyError) as exc:
                 ent["process_error"] = type(exc).__name__
         out.append(ent)

@@ -8,7 +8,6 @@ symptoms are left, the verdict says so (`unknown`) and names the candidates and 
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rdmadoctor.engine import conditions, rules as rule_table, template
@@ -29,38 +28,52 @@ def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
 
 
 def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """Where a rule is tried: each run (with its partner), each server/client pair, the whole input once,
+    or the facts view (once, or once an item of its `each` list)."""
+    if rule.scope in ("facts", "bench"):
+        return _fact_scopes(rule, runs, ctx)
     if rule.producer is not None:
         runs = [r for r in runs if r.producer == rule.producer]
         if not runs:
-            return
+            return []
     matched = pairs(runs)
-    partner = {}
+    if rule.scope == "run":
+        return _run_scopes(runs, matched, ctx)
+    if rule.scope == "pair":
+        return (Scope(list(runs), ctx, server=s, client=c) for s, c in matched)
+    if rule.scope == "input":
+        s, c = matched[0] if matched else (None, None)
+        return [Scope(list(runs), ctx, server=s, client=c)]
+    return []
+
+
+def _run_scopes(runs: Sequence[Run], matched: List[Tuple[Run, Run]], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    partner: Dict[int, Tuple[Optional[Run], Optional[Run]]] = {}
     for s, c in matched:
         partner[id(s)] = (s, c)
         partner[id(c)] = (s, c)
-    if rule.scope == "run":
-        for run in runs:
-            s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
-            yield Scope(list(runs), ctx, run=run, server=s, client=c)
-    elif rule.scope == "pair":
-        for s, c in matched:
-            yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope == "input":
-        s, c = matched[0] if matched else (None, None)
-        yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope in ("facts", "bench"):
-        view = ctx.get("facts_view")
-        if view is None or (rule.scope == "bench") != ("bench" in view):
-            return
-        if rule.each:
-            for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
-                yield Scope(list(runs), ctx, item=item)
-        else:
-            yield Scope(list(runs), ctx)
+    for run in runs:
+        server, client = partner.get(id(run), (run if run.side == "server" else None,
+                                               run if run.side == "client" else None))
+        yield Scope(list(runs), ctx, run=run, server=server, client=client)
+
+
+def _fact_scopes(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """A bench rule is tried on a bench view only, a fact rule on a host's view only."""
+    view = ctx.get("facts_view")
+    if view is None or (rule.scope == "bench") != ("bench" in view):
+        return
+    if rule.each:
+        for item in conditions._lookup(view, rule.each) or []:
+            yield Scope(list(runs), ctx, item=item)
+    else:
+        yield Scope(list(runs), ctx)
 
 
 def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Optional[str]:
-    """The side's own command line with the options set as the rule says ("--qp=10")."""
+    """The side's own command line with the options set as the rule says ("--qp=10"), every word shell-quoted:
+    pasted into a POSIX shell it runs exactly these words, whatever the log held (`--ib-dev=mlx5_1;id`,
+    backticks, `$(...)`). The result is template.Quoted, so a fix text inserts it as it is."""
     run: Optional[Run] = bindings.get(spec.get("run", "run"))
     settings = {name: template.render(str(value), bindings, ctx) for name, value in spec.get("set", {}).items()}
     remove = set(spec.get("remove", []))
@@ -70,16 +83,18 @@ def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, A
     if tool is None:
         other = bindings.get("other") or bindings.get("client") or bindings.get("server")
         tool = other.tool if other is not None and other.tool else "ib_write_bw"
+    words = [tool]
     if run is not None and run.command:
-        kept = _strip_options(run.command.argv[1:], set(settings) | remove)
-        words = [tool] + kept
-    else:
-        words = [tool, "<same options as before>"]
+        words += _strip_options(run.command.argv[1:], set(settings) | remove)
     for name, value in settings.items():
         if value in ("", "off", "false", "False"):
             continue
         words.append(f"--{name}" if value in ("on", "true", "True") else f"--{name}={value}")
-    return " ".join(words)
+    command = template.shell_words(words)
+    if run is None or not run.command:         # the options are not known: say so beside the command
+        head, _, rest = command.partition(" ")
+        command = template.Quoted(f"{head} <same options as before>" + (f" {rest}" if rest else ""))
+    return command
 
 
 def _strip_options(argv: List[str], names: set) -> List[str]:
@@ -108,7 +123,7 @@ def _strip_options(argv: List[str], names: set) -> List[str]:
             continue
         out.append(tok)
         i += 1
-    return [shlex.quote(t) if " " in t else t for t in out]
+    return out
 
 
 def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
@@ -125,6 +140,14 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
 
     def render(text: str) -> str:
         return reflow(template.render(text, bindings, ctx))
+
+    def render_fix(text: str) -> str:
+        # the parts between backticks are commands: their values are shell-quoted
+        parts = text.split("`")
+        if len(parts) % 2 == 0:
+            return render(text)
+        return reflow("`".join(template.render(part, bindings, ctx, shell=i % 2 == 1)
+                               for i, part in enumerate(parts)))
     evidence: List[Evidence] = []
     for e in scope.evidence:
         if e not in evidence:
@@ -133,8 +156,8 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
     key = render(rule.key) if rule.key else _default_key(scope)
     return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.text("title", lang)),
                    explanation=render(rule.text("why", lang)).strip(), evidence=evidence,
-                   fix=[render(f) for f in rule.text("fix", lang)], confidence=rule.confidence, kind=rule.kind,
-                   candidates=list(rule.candidates), next_steps=[render(s) for s in rule.text("next_steps", lang)],
+                   fix=[render_fix(f) for f in rule.text("fix", lang)], confidence=rule.confidence, kind=rule.kind,
+                   candidates=list(rule.candidates), next_steps=[render_fix(s) for s in rule.text("next_steps", lang)],
                    refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
 
 
@@ -169,14 +192,14 @@ def _default_key(scope: Scope) -> str:
     return "|".join(parts) or "input"
 
 
-def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
-    table = table if table is not None else rule_table.load()
-    found: Dict[Tuple[str, str], Finding] = {}
+def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
+    rules = list(table if table is not None else rule_table.load())
+    found: Dict[Tuple[str, Optional[str]], Finding] = {}
     ctx.pop("cited", None)
     for stage in (False, True):                 # fallback rules see what the others left unexplained
         if stage:
             ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
-        for rule in table:
+        for rule in rules:
             if rule.fallback != stage:
                 continue
             for scope in scopes_for(rule, runs, ctx):
@@ -193,12 +216,12 @@ def _rank(f: Finding, order: Dict[str, int], priority: Dict[str, int]) -> Tuple:
             -priority.get(f.rule, 0), rung, order.get(f.rule, 0))
 
 
-def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
+def rank(findings: List[Finding], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
     """Mark what each cause explains, then order: unexplained before explained, worst first."""
-    table = table if table is not None else rule_table.load()
-    by_id = {r.id: r for r in table}
-    order = {r.id: i for i, r in enumerate(table)}
-    priority = {r.id: r.priority for r in table}
+    rules = list(table if table is not None else rule_table.load())
+    by_id = {r.id: r for r in rules}
+    order = {r.id: i for i, r in enumerate(rules)}
+    priority = {r.id: r.priority for r in rules}
     ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
     # A cause explains the symptoms it produces; a symptom may also explain (supersede) a finding whose
     # conclusion it shows to be premature (e.g. "rejected" with many QPs is not just "no server").

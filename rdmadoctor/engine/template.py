@@ -1,13 +1,23 @@
 """Fills a rule's text with the user's own values: "{server.num_qps}", "{message.host}", "{run.bw_gbps|gbps}".
 
 Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
-ctx); on a run, a name is first a parameter (rdmadoctor.params), then a feature
-(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), default:<text>.
+ctx); on a run, a name is first a parameter (views/params.py), then a feature
+(views/features.py), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
+(each word shell-quoted: an nft chain "inet filter input"), errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection
+timed out), default:<text>.
+
+Commands: render(..., shell=True) is for the text inside a fix's backticks (a command the user will paste):
+every value is shell-quoted (shlex.quote: "mlx5_1;id" becomes 'mlx5_1;id'), so the command runs exactly the
+words it shows whatever a log or a facts file held. A default text is the rule's own and stays as written;
+`fix_command` and `command_text` are built quoted already.
 """
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
+import shlex
 from typing import Any, Dict
 
 from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
@@ -17,12 +27,20 @@ from rdmadoctor.model import Run
 
 FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
-FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option")
+FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option", "words", "errno", "strerror")
 RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
 class Missing(Exception):
     pass
+
+
+class Quoted(str):
+    """Text that is already safe to paste into a POSIX shell as it is (built from shell-quoted words)."""
+
+
+def shell_words(words: Any) -> "Quoted":
+    return Quoted(" ".join(shlex.quote(str(w)) for w in words))
 
 
 def _attr(obj: Any, name: str, ctx: Dict[str, Any]) -> Any:
@@ -34,8 +52,8 @@ def _attr(obj: Any, name: str, ctx: Dict[str, Any]) -> Any:
             return value.value
         if name in features.FEATURES:
             return features.feature(obj, name, ctx)
-        if name == "command_text":
-            return obj.command.text if obj.command else None
+        if name == "command_text":          # the command line it parsed, as a shell would need it
+            return shell_words(obj.command.argv) if obj.command else None
     if isinstance(obj, dict):
         if name in obj:
             return obj[name]
@@ -85,10 +103,24 @@ def _apply(value: Any, name: str, arg: str) -> Any:
         return value
     if name == "option":          # a negotiated field name (X09) -> the option that sets it
         return NEGOTIATED_FIELDS.get(str(value), str(value))
+    if name == "words":
+        return shell_words(str(value).split())
+    if name in ("errno", "strerror"):   # -110 or 110 -> ETIMEDOUT / "Connection timed out" (Linux numbering)
+        return _errno_text(value, name)
     raise ValueError(f"unknown template filter {name}")
 
 
-def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:
+def _errno_text(value: Any, name: str) -> str:
+    try:
+        number = abs(int(str(value).strip(), 0))
+    except ValueError:
+        return str(value)
+    if name == "errno":
+        return errno.errorcode.get(number, f"errno {number}")
+    return os.strerror(number)
+
+
+def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any], shell: bool = False) -> str:
     def one(m: "re.Match[str]") -> str:
         path, filters = m.group(1), [f for f in m.group(2).split("|") if f]
         default = next((f.split(":", 1)[1] for f in filters if f.startswith("default:")), None)
@@ -101,6 +133,8 @@ def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any]) -> str:
                 value = _apply(value, name, arg)
             if isinstance(value, bool):
                 return "on" if value else "off"
+            if shell and not isinstance(value, Quoted):
+                return shlex.quote(str(value))
             return str(value)
         except Missing:
             return default if default is not None else MISSING

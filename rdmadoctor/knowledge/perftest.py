@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-# getopt short string of every generation read: "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
+# getopt short string of every generation read:
+# "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
 SHORT: Dict[str, Tuple[str, bool]] = {
     "w": ("limit_bw", True), "y": ("limit_msgrate", True), "p": ("port", True), "d": ("ib-dev", True),
     "i": ("ib-port", True), "m": ("mtu", True), "s": ("size", True), "n": ("iters", True),
@@ -110,27 +111,42 @@ NEGOTIATED_FIELDS = {
 
 
 # -- what bench may run -------------------------------------------------------------------------------------
-# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need root and MACs: not offered).
+# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need
+# root and MACs: not offered).
 BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat", "ib_read_lat",
          "ib_send_lat", "ib_atomic_lat")
 
-# option -> (how to validate its value, the long flag perftest takes). Everything else is refused.
-_INT = r"\d{1,7}"
+# What perftest itself forbids, so a sweep does not start a pair that cannot run.
+MAX_QPS = 16384
+MAX_SIZE = 1 << 31
+
+# Numeric options: (least, most). Values are ASCII digits only (str.isdigit() and the regex \d also take
+# fullwidth and Arabic-Indic digits, which int() reads: "\uff12" would reach perftest's command line as text).
+# gid-index, duration and iters are what `rdmadoctor bench` itself takes (cli.py); the others are the
+# hardware's and perftest's own limits, rounded: queue depths up to 16384 work requests (mlx5 and rxe
+# allow that much), an inline size up to 1024 bytes, cq moderation up to 1024, port numbers 1-32, SL 0-15.
+BOUNDS: Dict[str, Tuple[int, int]] = {
+    "qp": (1, MAX_QPS),
+    "size": (1, MAX_SIZE),
+    "iters": (5, 100_000_000),
+    "duration": (1, 600),
+    "tx-depth": (1, 16384),
+    "rx-depth": (1, 16384),
+    "ib-port": (1, 32),
+    "gid-index": (0, 64),
+    "inline_size": (0, 1024),
+    "cq-mod": (1, 1024),
+    "sl": (0, 15),
+}
+_DIGITS = re.compile(r"[0-9]{1,10}", re.ASCII)
+
+# option -> (how to validate its value: BOUNDS for a number, a pattern, or None for a flag; the long flag
+# perftest takes). Everything else is refused.
 ALLOWED: Dict[str, Tuple[Optional[str], str]] = {
-    "qp": (_INT, "--qp"),
-    "size": (_INT, "--size"),
-    "iters": (_INT, "--iters"),
-    "duration": (r"\d{1,4}", "--duration"),
-    "tx-depth": (_INT, "--tx-depth"),
-    "rx-depth": (_INT, "--rx-depth"),
+    **{name: ("number", f"--{name}") for name in BOUNDS},
     "ib-dev": (r"[A-Za-z0-9_.-]{1,64}", "--ib-dev"),
-    "ib-port": (r"\d{1,2}", "--ib-port"),
-    "gid-index": (r"\d{1,3}", "--gid-index"),
     "connection": (r"RC|UC|UD|XRC|DC|SRD", "--connection"),
     "mtu": (r"256|512|1024|2048|4096", "--mtu"),
-    "inline_size": (r"\d{1,4}", "--inline_size"),
-    "cq-mod": (r"\d{1,4}", "--cq-mod"),
-    "sl": (r"\d{1,2}", "--sl"),
     "atomic_type": (r"CMP_AND_SWAP|FETCH_AND_ADD", "--atomic_type"),
     "bidirectional": (None, "--bidirectional"),
     "rdma_cm": (None, "--rdma_cm"),
@@ -138,9 +154,19 @@ ALLOWED: Dict[str, Tuple[Optional[str], str]] = {
     "CPU-freq": (None, "--CPU-freq"),
     "all": (None, "--all"),
 }
-# What perftest itself forbids, so a sweep does not start a pair that cannot run.
-MAX_QPS = 16384
-MAX_SIZE = 1 << 31
+
+
+def _number(name: str, value: object) -> str:
+    """The option's value as ASCII digits within BOUNDS[name], or PlanError."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise PlanError(f"option {name!r}: {value!r} is not a whole number")
+    text = str(value)
+    if not _DIGITS.fullmatch(text):
+        raise PlanError(f"option {name!r}: {text!r} is not a whole number in ASCII digits")
+    low, high = BOUNDS[name]
+    if not low <= int(text) <= high:
+        raise PlanError(f"option {name!r}: {text} is not from {low} to {high}")
+    return str(int(text))
 
 
 class PlanError(ValueError):
@@ -175,31 +201,37 @@ class RunSpec:
 
 def validate(tool: str, options: Dict[str, object]) -> RunSpec:
     """Check a tool and its options against the allowlist; raise PlanError naming what is refused."""
-    if tool not in BENCH_TOOLS:
+    if not isinstance(tool, str) or tool not in BENCH_TOOLS:
         raise PlanError(f"tool {tool!r} is not allowed (allowed: {', '.join(BENCH_TOOLS)})")
-    clean: Dict[str, object] = {}
-    for name, value in options.items():
-        if name not in ALLOWED:
-            raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
-        pattern = ALLOWED[name][0]
-        if pattern is None:
-            if value not in (True, "true", "1", 1):
-                raise PlanError(f"option {name!r} is a flag and takes no value")
-            clean[name] = True
-            continue
-        text = str(value)
-        if not re.fullmatch(pattern, text):
-            raise PlanError(f"option {name!r}: {text!r} is not a valid value")
-        clean[name] = text
-    if int(clean.get("qp", 1)) < 1 or int(clean.get("qp", 1)) > MAX_QPS:
-        raise PlanError(f"--qp must be between 1 and {MAX_QPS}")
-    if "size" in clean and not 1 <= int(clean["size"]) <= MAX_SIZE:
-        raise PlanError(f"--size must be between 1 and {MAX_SIZE}")
-    if tool.endswith("_lat") and int(clean.get("qp", 1)) > 1:
+    clean = {name: _allowed_value(name, value) for name, value in options.items()}
+    _check_combination(tool, clean)
+    return RunSpec(tool, tuple(sorted(clean.items())))
+
+
+def _allowed_value(name: str, value: object) -> object:
+    """The option's value as it will be passed (True for a flag), or PlanError: a number is ASCII digits within
+    BOUNDS, any other value matches its pattern (ASCII only)."""
+    if name not in ALLOWED:
+        raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
+    pattern = ALLOWED[name][0]
+    if pattern is None:
+        if value is not True and value not in ("true", "1", 1):
+            raise PlanError(f"option {name!r} is a flag and takes no value")
+        return True
+    if pattern == "number":
+        return _number(name, value)
+    text = value if isinstance(value, str) else ""
+    if not re.fullmatch(pattern, text, re.ASCII):
+        raise PlanError(f"option {name!r}: {value!r} is not a valid value")
+    return text
+
+
+def _check_combination(tool: str, clean: Dict[str, object]) -> None:
+    """What perftest itself refuses: several QPs on a latency test, -D with -n."""
+    if tool.endswith("_lat") and int(str(clean.get("qp", 1))) > 1:
         raise PlanError("latency tests run one QP (perftest: 'Multiple QPs only available on bw tests')")
     if "duration" in clean and "iters" in clean:
         raise PlanError("--duration and --iters exclude each other")
-    return RunSpec(tool, tuple(sorted(clean.items())))
 
 
 def expected_seconds(spec: RunSpec) -> float:

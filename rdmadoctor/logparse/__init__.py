@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from rdmadoctor.logparse import catalog, prefilter, producers
+from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
+from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import ANCHOR_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
@@ -58,7 +59,8 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: int = 0) ->
         sources.append(reader.text)
     runs = _attach_commands(runs)
     _complete_sides(runs)
-    return ParsedLog(runs=runs, sources=sources)
+    # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
+    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]))
 
 
 # Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the
@@ -81,6 +83,7 @@ class _Source:
         self.long_number: Optional[int] = None    # the line read in windows (longer than reader.MAX_LINE)
         self.long_text = ""
         self.carry: List[str] = []                # a result row cut by a window's end
+        self.text = ""                            # the line being read
 
     # -- the scan ----------------------------------------------------------------------------------------------
     def read(self, reader: SourceReader) -> None:
@@ -216,8 +219,14 @@ class _Source:
 
     def line(self, number: int, line: str) -> None:
         items = self.classify(line)
+        self.text = line
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
+        if not items:
+            row = rows.result_row(line)
+            if row is not None:                # a fabtests result row: it has no word the catalogue keys on
+                self._route(number, row)
+                return
         structural = [i for i in items if i.kind not in ("text", "message")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
@@ -237,6 +246,13 @@ class _Source:
         libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
         is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
         producer = match.pattern.producer
+        if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
+            # an error or warning perftest shares with rdma-core (or the open program's catalogue), printed inside
+            # another program's run, is that program's or its libraries' message; a device listing's lines keep
+            # perftest's id (V10)
+            shared = shared_words.equivalent(match, self.active, self.text)
+            if shared is not None:
+                match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))

@@ -37,8 +37,9 @@ def register(pattern: str) -> None:
 
 def patterns() -> List[str]:
     """Every pattern a line that matters matches, as Python regular expressions (case-insensitive)."""
-    from rdmadoctor.logparse import catalog, lines, producers
+    from rdmadoctor.logparse import catalog, lines, producers, rows
     out = [p.source for p in catalog.load().patterns]
+    out += [p.source for p in rows._patterns()] + [rows._SHAPE.pattern]     # result rows of other producers
     out += [lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern, lines.ADDRESS_RE.pattern,
             lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern, lines.SIDE_WORDS_RE,
             producers._TOOL_RE.pattern, producers._SETTING_RE.pattern, producers._MCA_RE.pattern]

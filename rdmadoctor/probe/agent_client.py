@@ -1,17 +1,27 @@
-"""The client side of the agent protocol, used by the probe (and by tests)."""
+"""The client side of the agent protocol (protocol.py), used by the probe, bench and the tests.
+
+Whatever the agent answers is checked before anyone reads it: a bounded JSON line, the session MAC and
+sequence number once authenticated, and the schema of the operation's answer (rdmadoctor/schemas/
+agent.schema.json). An answer that fails any of these is an AgentFailure, never a crash further on.
+"""
 from __future__ import annotations
 
-import json
 import socket
 from typing import Any, Dict, Optional
 
 from rdmadoctor.probe import protocol as p
+from rdmadoctor.runtime import jsonio
+from rdmadoctor.runtime.text import printable
+
+# the operations whose answers the schema describes field by field
+_ANSWER_PARTS = ("hello", "auth", "facts", "listen", "result", "perftest", "perftest-wait", "perftest-stop", "bye")
 
 
 class AgentFailure(Exception):
     """The agent answered with an error (code, message) or broke the protocol."""
 
     def __init__(self, code: str, message: str):
+        code, message = printable(code, False)[:64], printable(message, False)[:1000]
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -24,10 +34,19 @@ class AgentSession:
         self.reader = p.LineReader(sock, p.MAX_ANSWER)
         self.ids = 0
         self.hello: Dict[str, Any] = {}
+        self.key: Optional[bytes] = None          # the session key, once authenticated
+        self.seq = 0                              # the last request's sequence number
+
+    def _request(self, op: str, fields: Dict[str, Any]) -> Dict[str, Any]:
+        self.ids += 1
+        request = dict(fields, v=p.PROTOCOL, id=self.ids, op=op)
+        if self.key is not None:
+            self.seq += 1
+            request = p.seal(self.key, "request", request, self.seq)
+        return request
 
     def call(self, op: str, timeout: float, **fields: Any) -> Dict[str, Any]:
-        self.ids += 1
-        request = dict(v=p.PROTOCOL, id=self.ids, op=op, **fields)
+        request = self._request(op, fields)
         self.sock.settimeout(timeout)
         try:
             self.sock.sendall(p.encode(request))
@@ -36,21 +55,37 @@ class AgentSession:
                 if line is None:
                     raise AgentFailure("closed", f"the agent closed the connection during {op}")
                 try:
-                    message = json.loads(line.decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    raise AgentFailure("bad-answer", f"the agent's answer to {op} is not JSON")
+                    message = jsonio.loads(line, f"the agent's answer to {op}")
+                except jsonio.JsonInputError as exc:
+                    raise AgentFailure("bad-answer", str(exc))
                 if not isinstance(message, dict):
                     raise AgentFailure("bad-answer", f"the agent's answer to {op} is not an object")
-                if message.get("id") not in (self.ids, None):
-                    continue                       # a stale answer
+                if self.key is None and message.get("id") not in (self.ids, None):
+                    continue                       # a stale answer (an authenticated session has none)
                 break
         except socket.timeout:
             raise AgentFailure("timeout", f"no answer to {op} within {timeout:g} s")
+        except p.ProtocolError as exc:
+            raise AgentFailure("bad-answer", f"{op}: {exc.message}")
         except OSError as exc:
             raise AgentFailure("io", f"{op}: {exc.strerror or exc}")
+        if self.key is not None:
+            wrong = p.check_seal(self.key, "answer", message, self.seq)
+            if wrong is not None:
+                raise AgentFailure("unauthenticated", f"the answer to {op} failed its authentication ({wrong}); "
+                                                      "something between this host and the agent altered it")
+        try:
+            jsonio.validate(message, "agent", f"the agent's answer to {op}", part="answer")
+        except jsonio.JsonInputError as exc:
+            raise AgentFailure("bad-answer", str(exc))
         if not message.get("ok"):
-            err = message.get("error") or {}
-            raise AgentFailure(str(err.get("code") or "error"), str(err.get("message") or "no reason given"))
+            err = message["error"]
+            raise AgentFailure(err["code"] or "error", err["message"] or "no reason given")
+        if op in _ANSWER_PARTS:
+            try:
+                jsonio.validate(message, "agent", f"the agent's answer to {op}", part=op)
+            except jsonio.JsonInputError as exc:
+                raise AgentFailure("bad-answer", str(exc))
         return message
 
     def greet(self, timeout: float = 5.0) -> Dict[str, Any]:
@@ -59,12 +94,18 @@ class AgentSession:
         if self.hello.get("auth") == "hmac-sha256":
             if self.token is None:
                 raise AgentFailure("token-required", "the agent needs a token (--token-file or $%s)" % p.TOKEN_ENV)
+            challenge = self.hello.get("challenge")
+            if not isinstance(challenge, str):
+                raise AgentFailure("bad-answer", "the agent asks for authentication but sent no challenge")
+            digest = p.transcript(self.hello)
             cnonce = p.new_nonce()
-            mac = p.client_mac(self.token, str(self.hello.get("challenge")), cnonce)
+            mac = p.client_mac(self.token, challenge, cnonce, digest)
             answer = self.call("auth", timeout, mac=mac, cnonce=cnonce)
-            expected = p.agent_mac(self.token, str(self.hello.get("challenge")), cnonce)
+            expected = p.agent_mac(self.token, challenge, cnonce, digest)
             if not p.same(str(answer.get("server_mac")), expected):
                 raise AgentFailure("auth-failed", "the agent could not prove it holds the same token")
+            self.key = p.session_key(self.token, challenge, cnonce)
+            self.seq = 0
             self.hello["authenticated"] = True
         elif self.token is not None:
             raise AgentFailure("no-token", "the agent runs without a token but one was given: not talking to it "
@@ -74,7 +115,7 @@ class AgentSession:
     def close(self) -> None:
         try:
             self.sock.settimeout(1.0)
-            self.sock.sendall(p.encode({"v": p.PROTOCOL, "id": self.ids + 1, "op": "bye"}))
+            self.sock.sendall(p.encode(self._request("bye", {})))
         except OSError:
             pass
         try:

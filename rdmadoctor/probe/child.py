@@ -30,7 +30,7 @@ class Child:
         self.killed = False
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                                     env=dict(os.environ, **(env or {})))
+                                     env=proc.child_env(env))
         threading.Thread(target=self._read, daemon=True, name="rdmadoctor-probe-child-out").start()
         threading.Thread(target=self._drain, daemon=True, name="rdmadoctor-probe-child-err").start()
 
@@ -46,8 +46,9 @@ class Child:
         self.events.put({"ev": "eof"})
 
     def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read(1024), b""):
+        stderr = self.proc.stderr
+        assert stderr is not None
+        for chunk in iter(lambda: stderr.read(1024), b""):
             self.stderr = (self.stderr + chunk)[-STDERR_KEEP:]
 
     def send(self, message: Dict[str, Any]) -> bool:

@@ -2,14 +2,14 @@
 
 Every request is one line of JSON (UTF-8, at most MAX_REQUEST bytes with its newline):
 
-    {"v": 1, "id": 7, "op": "facts", ...}
+    {"v": 2, "id": 7, "op": "facts", ...}
 
 and every answer repeats the id:
 
-    {"v": 1, "id": 7, "ok": true, ...}                                  success
-    {"v": 1, "id": 7, "ok": false, "error": {"code": "busy", "message": "..."}}
+    {"v": 2, "id": 7, "ok": true, ...}                                  success
+    {"v": 2, "id": 7, "ok": false, "error": {"code": "busy", "message": "..."}}
 
-Operations (protocol 1):
+Operations (protocol 2):
 
     hello                       -> agent, version, protocol, ops, auth ("hmac-sha256" | "none"),
                                    challenge (hex), client (the address the agent sees), bind
@@ -24,20 +24,33 @@ Operations (protocol 1):
     bye                         -> (closes the connection)
 
 The client chooses no command and no file: `port` (an int) and `wait` (seconds, capped) are the only
-parameters the agent takes from a client. An unknown op gets the error `unknown-op` with the list of ops this
-agent supports, so a newer client (issue 7: an opt-in `perftest` op) can tell what is missing; a request with
-a newer major `v` gets `unsupported-version`.
+parameters the agent takes from a client (and, for perftest, allowlisted options). An unknown op gets the
+error `unknown-op` with the list of ops this agent supports; a request of another protocol version gets
+`unsupported-version`.
 
-Authentication (when the agent has a token): the agent's `hello` carries a random challenge; the client
+Authentication (when the agent has a token). The agent's `hello` carries a random challenge; the client
 answers with its own random cnonce and
 
-    mac = HMAC-SHA256(token, "rdmadoctor-agent/1 client|" + challenge + "|" + cnonce)
+    mac = HMAC-SHA256(token, "rdmadoctor-agent/2 client|" + challenge + "|" + cnonce + "|" + transcript)
 
-The agent checks it with a constant-time compare and proves it holds the token too:
+where transcript = SHA-256 of the hello answer as canonical JSON (canonical() below), so a relay that altered
+the hello (its `auth`, `perftest` or `challenge`) fails here. The agent checks it in constant time and proves
+it holds the token too:
 
-    server_mac = HMAC-SHA256(token, "rdmadoctor-agent/1 agent|" + challenge + "|" + cnonce)
+    server_mac = HMAC-SHA256(token, "rdmadoctor-agent/2 agent|" + challenge + "|" + cnonce + "|" + transcript)
 
-The token itself never crosses the wire; a recorded exchange cannot be replayed (fresh challenge).
+Both then hold the session key
+
+    key = HMAC-SHA256(token, "rdmadoctor-agent/2 session|" + challenge + "|" + cnonce)
+
+and every later request and answer (errors included) carries `seq` and `mac`: the client numbers its
+requests 1, 2, 3, ... (the agent refuses any other number: a replayed, dropped or reordered request), an
+answer repeats its request's seq, and
+
+    mac = HMAC-SHA256(key, "request|" or "answer|" + canonical JSON of the message without its mac)
+
+so a relay between the two can neither inject, alter, replay nor reorder what follows the handshake; a
+message that fails its check ends the connection. The token never crosses the wire.
 """
 from __future__ import annotations
 
@@ -50,8 +63,8 @@ import socket
 import time
 from typing import Any, Dict, Optional, Tuple
 
-PROTOCOL = 1
-NAME = "rdmadoctor-agent/1"
+PROTOCOL = 2
+NAME = "rdmadoctor-agent/2"
 DEFAULT_PORT = 18600            # TCP; the rdma_cm listener uses DEFAULT_PORT + 1 in the RDMA_PS_TCP space
 MAX_REQUEST = 64 * 1024         # bytes of one request line
 MAX_ANSWER = 32 * 1024 * 1024   # what a client accepts for one answer (facts can be large)
@@ -109,6 +122,17 @@ def encode(message: Dict[str, Any]) -> bytes:
     return (json.dumps(message, separators=(",", ":"), default=str) + "\n").encode("utf-8")
 
 
+def canonical(message: Dict[str, Any]) -> bytes:
+    """The bytes a MAC covers: sorted keys, no spaces, ASCII. Both sides compute it from the parsed message, so
+    it does not depend on how the line was spelled."""
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str).encode("ascii")
+
+
+def normalized(message: Dict[str, Any]) -> Dict[str, Any]:
+    """The message as the other side will parse it (tuples become lists, other objects strings)."""
+    return json.loads(json.dumps(message, default=str))
+
+
 def decode_request(line: bytes) -> Dict[str, Any]:
     """A request dict, or ProtocolError saying what is wrong with the line."""
     try:
@@ -117,6 +141,8 @@ def decode_request(line: bytes) -> Dict[str, Any]:
         raise ProtocolError("bad-request", "request is not UTF-8")
     try:
         message = json.loads(text)
+    except RecursionError:
+        raise ProtocolError("bad-request", "request nests too deeply")
     except ValueError as exc:
         raise ProtocolError("bad-request", f"request is not JSON ({exc.__class__.__name__})")
     if not isinstance(message, dict):
@@ -168,17 +194,52 @@ def new_nonce() -> str:
     return secrets.token_hex(16)
 
 
-def _mac(token: bytes, role: str, challenge: str, cnonce: str) -> str:
-    message = f"{NAME} {role}|{challenge}|{cnonce}".encode("ascii", "replace")
+def transcript(hello: Dict[str, Any]) -> str:
+    """What the handshake MACs bind: the hello answer, as the agent sent it and the client read it."""
+    return hashlib.sha256(canonical({k: v for k, v in hello.items() if k not in ("mac", "seq")})).hexdigest()
+
+
+def _mac(token: bytes, role: str, challenge: str, cnonce: str, hello_digest: str = "") -> str:
+    message = f"{NAME} {role}|{challenge}|{cnonce}|{hello_digest}".encode("ascii", "replace")
     return hmac.new(token, message, hashlib.sha256).hexdigest()
 
 
-def client_mac(token: bytes, challenge: str, cnonce: str) -> str:
-    return _mac(token, "client", challenge, cnonce)
+def client_mac(token: bytes, challenge: str, cnonce: str, hello_digest: str = "") -> str:
+    return _mac(token, "client", challenge, cnonce, hello_digest)
 
 
-def agent_mac(token: bytes, challenge: str, cnonce: str) -> str:
-    return _mac(token, "agent", challenge, cnonce)
+def agent_mac(token: bytes, challenge: str, cnonce: str, hello_digest: str = "") -> str:
+    return _mac(token, "agent", challenge, cnonce, hello_digest)
+
+
+def session_key(token: bytes, challenge: str, cnonce: str) -> bytes:
+    return hmac.new(token, f"{NAME} session|{challenge}|{cnonce}".encode("ascii", "replace"), hashlib.sha256).digest()
+
+
+def message_mac(key: bytes, role: str, message: Dict[str, Any]) -> str:
+    body = {k: v for k, v in message.items() if k != "mac"}
+    return hmac.new(key, role.encode("ascii") + b"|" + canonical(body), hashlib.sha256).hexdigest()
+
+
+def seal(key: bytes, role: str, message: Dict[str, Any], seq: int) -> Dict[str, Any]:
+    """`message` with its sequence number and MAC (role: "request" or "answer")."""
+    out = normalized(dict(message, seq=seq))
+    out.pop("mac", None)
+    out["mac"] = message_mac(key, role, out)
+    return out
+
+
+def check_seal(key: bytes, role: str, message: Dict[str, Any], seq: int) -> Optional[str]:
+    """None when `message` carries a valid MAC and the expected seq, else what is wrong."""
+    mac = message.get("mac")
+    if not isinstance(mac, str):
+        return "the message carries no MAC"
+    if not same(mac, message_mac(key, role, message)):
+        return "the message's MAC does not match"
+    got = message.get("seq")
+    if not isinstance(got, int) or isinstance(got, bool) or got != seq:
+        return f"sequence number {got!r} where {seq} was expected"
+    return None
 
 
 def same(a: str, b: str) -> bool:

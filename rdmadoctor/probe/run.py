@@ -24,9 +24,11 @@ import datetime as _dt
 import socket
 import threading
 import time
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT as PERFTEST_PORT
 from rdmadoctor.probe import protocol as proto
 from rdmadoctor.probe.agent_client import AgentFailure, AgentSession, connect as agent_connect
 from rdmadoctor.probe import child as child_mod
@@ -51,7 +53,8 @@ LOCAL_FACTS_BUDGET = 45.0     # this host's collection while the probe runs: the
 LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to finish instead of "timed out"
 RESULT_WAIT = 5.0
 ARP_TIMEOUT = 1.0
-FACTS_AFTER = DEADLINES["startup"]   # this host's fact collection starts once the verbs child is up (or gave up)
+FACTS_AFTER = DEADLINES["startup"]
+BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed   # this host's fact collection starts once the verbs child is up (or gave up)
 
 
 @dataclass
@@ -60,7 +63,7 @@ class ProbeOptions:
     agent_port: int = proto.DEFAULT_PORT
     token: Optional[bytes] = None
     perftest_port: Optional[int] = None       # also try a TCP connect to the peer's perftest port
-    facts_port: int = 18515                   # the perftest port the peer's facts are asked about
+    facts_port: int = PERFTEST_PORT           # the perftest port the peer's facts are asked about
     burst_seconds: float = 1.0
     deadlines: Dict[str, float] = field(default_factory=lambda: dict(DEADLINES))
     tcp_timeout: float = TCP_TIMEOUT
@@ -149,6 +152,7 @@ class Probe:
             hello = session.greet()
         except AgentFailure as exc:
             self.data["agent"] = {"state": exc.code, "error": exc.message}
+            self._note_bad(exc)
             self.peer_error = f"the agent at {opts.peer}:{opts.agent_port} {exc.message}"
             self.mark(f"agent: {exc.code}")
             return
@@ -162,6 +166,7 @@ class Probe:
             self.mark(f"agent: listening on rdma_cm {self.listen.get('address')}:{self.listen.get('rdma_port')}")
         except AgentFailure as exc:
             self.data["agent"]["listen_error"] = f"{exc.code}: {exc.message}"
+            self._note_bad(exc)
             self.mark(f"agent: listen failed ({exc.code})")
         self.listener_decided.set()
         if self.listen is not None:
@@ -177,6 +182,7 @@ class Probe:
                 self.mark("agent: listener report")
             except AgentFailure as exc:
                 self.data["listener"] = {"state": "error", "error": f"{exc.code}: {exc.message}"}
+                self._note_bad(exc)
         try:
             started = time.monotonic()
             answer = session.call("facts", FACTS_TIMEOUT, port=opts.facts_port)
@@ -185,10 +191,17 @@ class Probe:
             self.mark("agent: facts")
         except AgentFailure as exc:
             self.peer_error = f"the agent did not give its facts: {exc.code}: {exc.message}"
+            self._note_bad(exc)
             self.mark(f"agent: facts failed ({exc.code})")
 
-    def perftest_thread(self) -> None:
-        _, outcome = reach.tcp_connect(self.opts.peer, int(self.opts.perftest_port), self.opts.tcp_timeout,
+    def _note_bad(self, exc: AgentFailure) -> None:
+        """An answer that is not a valid one (wrong shape, failed its MAC): the agent is not to be believed,
+        and `check` says so instead of judging with half of what it sent (agent.bad_answer)."""
+        if exc.code in BAD_ANSWER_CODES and "bad_answer" not in self.data["agent"]:
+            self.data["agent"]["bad_answer"] = f"{exc.code}: {exc.message}"
+
+    def perftest_thread(self, port: int) -> None:
+        _, outcome = reach.tcp_connect(self.opts.peer, int(port), self.opts.tcp_timeout,
                                        source=self.source.get("address"))
         outcome["role"] = "perftest"
         with self.lock:
@@ -238,7 +251,8 @@ class Probe:
 
     def connect(self, child: child_mod.Child, agent: bool) -> None:
         opts = self.opts
-        port = int(self.listen.get("rdma_port")) if agent and self.listen else opts.agent_port + 1
+        rdma_port: Any = (self.listen or {}).get("rdma_port")
+        port = int(rdma_port) if agent and self.listen else opts.agent_port + 1
         dst = (self.listen or {}).get("address") if agent else None
         instr = {"op": "connect", "dst": dst or opts.peer, "src": None, "port": port, "exchange": agent,
                  "nonce": (self.listen or {}).get("nonce") if agent else None, "burst_seconds": opts.burst_seconds}
@@ -258,32 +272,39 @@ class Probe:
                 self.timeout(phase, started, cm, exchange)
                 child.kill()
                 break
-            kind = event.get("ev")
-            if kind == "phase":
+            if event.get("ev") == "phase":
                 phase = event.get("phase") or "?"
                 started = time.monotonic()
                 deadline = started + opts.deadlines.get(phase, 5.0) + (
                     opts.burst_seconds if phase == "burst" else 0.0)
-            elif kind in ("addr", "route", "setup", "connect"):
-                cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"rdma_cm {kind}: {event.get('state')}")
-            elif kind == "op":
-                exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
-                exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
-            elif kind == "exchange":
-                exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
-                self.data["exchange"] = exchange
-                self.mark(f"exchange: {event.get('state')}")
-            elif kind == "burst":
-                self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
-            elif kind == "error":
-                cm["error"] = event.get("error")
-            elif kind in ("idle", "eof", "fatal", "exit"):
-                if kind != "idle":
-                    cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
-                                                                  f"{child.stderr_tail() or 'no output'}")
+            elif self.record(event, cm, exchange, child):
                 break
+
+    def record(self, event: Dict[str, Any], cm: Dict[str, Any], exchange: Dict[str, Any],
+               child: child_mod.Child) -> bool:
+        """Keeps what one event of the verbs child says; True when the child is done with the instruction."""
+        kind = event.get("ev")
+        if kind in ("addr", "route", "setup", "connect"):
+            cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"rdma_cm {kind}: {event.get('state')}")
+        elif kind == "op":
+            exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
+            exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
+        elif kind == "exchange":
+            exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
+            self.data["exchange"] = exchange
+            self.mark(f"exchange: {event.get('state')}")
+        elif kind == "burst":
+            self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
+        elif kind == "error":
+            cm["error"] = event.get("error")
+        elif kind in ("idle", "eof", "fatal", "exit"):
+            if kind != "idle":
+                cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
+                                                              f"{child.stderr_tail() or 'no output'}")
+            return True
+        return False
 
     def timeout(self, phase: str, started: float, cm: Dict[str, Any], exchange: Dict[str, Any]) -> None:
         seconds = round(time.monotonic() - started, 3)
@@ -305,7 +326,8 @@ class Probe:
         threads: List[threading.Thread] = [threading.Thread(target=self.agent_thread, daemon=True,
                                                             name="rdmadoctor-probe-agent")]
         if self.opts.perftest_port:
-            threads.append(threading.Thread(target=self.perftest_thread, daemon=True, name="rdmadoctor-probe-tcp"))
+            threads.append(threading.Thread(target=self.perftest_thread, args=(self.opts.perftest_port,), daemon=True,
+                                            name="rdmadoctor-probe-tcp"))
         for t in threads:
             t.start()
         try:

@@ -159,5 +159,9 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
     return doc
 
 
+def dumps(document: Dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, default=str) + "\n"
+
+
 def render(diagnosis: Diagnosis) -> str:
-    return json.dumps(to_dict(diagnosis), indent=2, default=str) + "\n"
+    return dumps(to_dict(diagnosis))

@@ -211,3 +211,9 @@ def redact_document(document: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str,
     """A masked deep copy of `document`, and how many distinct values of each kind were masked."""
     redactor = Redactor()
     return redactor.document(document), redactor.summary()
+
+
+def redact_facts(facts: Dict[str, Any]) -> Dict[str, Any]:
+    """A masked deep copy of a facts document (`check --save --redact`), with the same tokens a result holding
+    these facts would get."""
+    return Redactor().document({"facts": facts})["facts"]

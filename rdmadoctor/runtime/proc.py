@@ -15,6 +15,16 @@ from typing import Dict, List, Optional, Sequence
 
 # The distribution's interpreter: its python3-pyverbs matches the system's rdma-core.
 SYSTEM_PYTHON = "/usr/bin/python3"
+# What no child inherits: the agent's shared token (a perftest server or a collector's command has no use
+# for it, and another user may read a process's environment through a core dump or a debugger).
+SECRET_ENV = ("RDMADOCTOR_AGENT_TOKEN",)
+
+
+def child_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment for a child process: this one's without the secrets, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    env.update(extra or {})
+    return env
 
 
 class NotRun(Exception):
@@ -79,7 +89,7 @@ def run(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = Non
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                env={**os.environ, "LC_ALL": "C", "LANG": "C", **(env or {})},
+                                env=child_env({"LC_ALL": "C", "LANG": "C", **(env or {})}),
                                 start_new_session=True, close_fds=True)
     except OSError as exc:
         raise NotRun(f"{argv[0]}: {exc.strerror or exc}") from None

@@ -29,7 +29,7 @@ class PtyProcess:
         master, slave = pty.openpty()
         try:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd="/",
-                                         start_new_session=True)
+                                         start_new_session=True, env=proc.child_env())
         except OSError:
             os.close(master)
             raise
@@ -81,7 +81,8 @@ class PtyProcess:
     def stop(self) -> None:
         if not self.running():
             return
-        for sig, grace in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):   # SIGINT: perftest prints what it prints on Ctrl-C
+        # SIGINT first: perftest prints what it prints on Ctrl-C
+        for sig, grace in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):
             if not proc.signal_group(self.proc, sig):
                 return
             try:

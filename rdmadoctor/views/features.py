@@ -159,8 +159,9 @@ def generation(run: Run, ctx):
 
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
-    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
-                            local_gid_family, sizes_before_error, named_device_listed, generation)
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
+                            bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
+                            named_device_listed, generation)
 }
 
 
@@ -172,6 +173,8 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "generation": ("low", "high", "clues", "known", "consistent"),
 }
 
+from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     cache = ctx.setdefault("_feature_cache", {})
@@ -179,3 +182,4 @@ def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     if key not in cache:
         cache[key] = FEATURES[name](run, ctx)
     return cache[key]
+from rdmadoctor.views import stackfeatures  # noqa: E402,F401  (rdma-core tools and GPU memory: registers its features)

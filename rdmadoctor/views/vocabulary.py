@@ -25,9 +25,12 @@ _FIREWALL_VERDICT = {
     "rule": "the rule that decided, as the ruleset prints it", "why": "how the verdict was reached",
     "trail": [{"at": "where in the ruleset", "chain": "the chain", "verdict": "what that step decided"}],
 }
+_GID_ENTRY = {"index": "GID index", "gid": "the GID (canonical IPv6 text)",
+              "type": "RoCE v2 | IB/RoCE v1 | RoCE v1 | IB", "netdev": "its netdev", "ipv4": "its IPv4 address",
+              "link_local": "an IPv6 link-local GID (fe80::)"}
 _LISTENER = {"port": "TCP port", "ip": "the address it listens on", "family": "4 | 6",
-             "process": "the program's name", "pid": "its process id", "user": "its user",
-             "cmdline": ["an argument of its command line"]}
+             "process": "the program's name", "pid": "its process id (this host only, when visible)",
+             "user": "its user (this host only, when visible)"}
 
 HOST: Dict[str, Any] = {
     "readable": {"*": "True when that facts section (devices, kernel, netlink, limits, firewall, ports, pci, "
@@ -52,6 +55,7 @@ HOST: Dict[str, Any] = {
         "pyverbs": "pyverbs could be imported to read the devices",
         "netns_mode": "the RDMA namespace mode: shared | exclusive",
         "soft_roce": "a device is Soft-RoCE or soft-iWARP (rxe, siw)",
+        "active_ports": "number of ports in state ACTIVE (None: no port's state is known)",
     },
     "devices": [{"name": "ibdev name (mlx5_0)", "label": "how the report names it", "driver": "its driver",
                  "transport": "InfiniBand | iWARP | ...", "pci": "PCI address", "numa_node": "NUMA node",
@@ -68,9 +72,17 @@ HOST: Dict[str, Any] = {
         "rate_gbps": "rate in Gb/s", "netdev": "the netdev under the port", "netdev_known": "that netdev was read",
         "netdev_up": "administratively up", "netdev_oper": "operstate (UP, DOWN, LOWERLAYERDOWN)",
         "netdev_carrier": "carrier (1 / 0)", "netdev_mtu": "the netdev's MTU",
-        "netdev_ipv4": ["an IPv4 address on the netdev"], "gid_count": "number of GIDs",
+        "netdev_ipv4": ["an IPv4 address on the netdev"],
+        "gid_count": "number of GIDs (None: a paste that lists no GIDs for the port)",
         "ipv4_gids": ["an IPv4-mapped GID"], "ipv4_v2_gids": ["'index: GID' of a RoCE v2 IPv4 GID"],
+        "gids": [_GID_ENTRY],
+        "named": "a run of the paste names this device (True), names only other devices (False), names none (None)",
+        "gid_selected": dict(_GID_ENTRY, index="the GID index the paste's runs chose (perftest -x, ibv_*_pingpong -g, "
+                                              "NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX), when the paste lists it"),
         "counter_deltas": {"*": "a port counter's change between the two samples"},
+        "pfc": ["a priority with PFC enabled on the port's netdev (None: not read)"],
+        "pause": "link-level pause is on, receive or transmit (None: not read)",
+        "trust": "the netdev's trust state, pcp or dscp (None: not read)",
         "retries": "sum of the retry, timeout and sequence-error counter changes",
     }],
     "uverbs_nodes": [_GID_NODE], "uverbs_denied": [_GID_NODE], "rdma_cm_node": _GID_NODE,
@@ -130,7 +142,8 @@ PROBE: Dict[str, Any] = {
     "cm_seconds": {"*": "seconds of that rdma_cm phase"}, "device": "the device rdma_cm used",
     "devices_read": "this host's devices were read", "soft_roce": "the device is Soft-RoCE",
     "link_gbps": "the link rate", "listener": {"*": "the agent's listener report"},
-    "exchange": {"*": "the WRITE/READ/SEND exchange's report"}, "exchange_state": "passed | failed | mismatch | timeout",
+    "exchange": {"*": "the WRITE/READ/SEND exchange's report"},
+    "exchange_state": "passed | failed | mismatch | timeout",
     "exchange_op": "the operation that failed", "wc_status": "its completion status number",
     "wc_status_name": "its name", "mismatch": "the data that came back wrong",
     "burst": {"*": "the burst's report"}, "burst_gbps": "the burst's rate", "burst_fraction": "of the link rate",
@@ -155,7 +168,8 @@ PAIR: Dict[str, Any] = {
     "local_port": "@port", "remote_port": "@port", "local_address": "this host's address towards the peer",
     "remote_address": "the peer's address towards this host",
     "netdev_mtu": _PAIR_ITEM, "active_mtu": _PAIR_ITEM, "link_layer": _PAIR_ITEM, "gid_type": _PAIR_ITEM,
-    "subnet": _PAIR_ITEM, "perftest": _PAIR_ITEM, "rdma_core": _PAIR_ITEM,
+    "subnet": _PAIR_ITEM, "perftest": _PAIR_ITEM, "rdma_core": _PAIR_ITEM, "pfc": _PAIR_ITEM,
+    "trust": _PAIR_ITEM,
     "perftest_protocol": dict(_PAIR_ITEM, incompatible="one side older than 5.70, the other 5.92 or newer"),
     "mtu_differs": "the netdev or active MTUs differ", "mtu_text": "the difference, as a sentence",
     "v1_only": "one side has only a RoCE v1 GID for its address",

@@ -19,13 +19,23 @@ Requests (every one carries an "id" that the answer repeats):
   {"op": "kill", "handle": h} -> {"ok": true}
   {"op": "killall"} -> {"killed": n}                  every job still running
   {"op": "ping"} -> {"ok": true, "pid", "uptime"}
+
+TCP streams (the host's ``LabVM.forward``: a loopback port on the host that reaches a guest port, e.g. sshd,
+with no network between host and guest):
+  {"op": "connect", "port": p} -> {"stream": s}       connect to the guest's 127.0.0.1:p
+  then, unsolicited: {"stream": s, "data": base64} for every chunk the guest side sends, {"stream": s}
+  (no "data") at its end of file;
+  {"op": "send", "stream": s, "data": base64}         bytes to the guest side (not answered, in order)
+  {"op": "close", "stream": s}                        the host side ended (not answered)
 """
+import base64
 import json
 import os
 import pty
 import pwd
 import resource
 import signal
+import socket
 import subprocess
 import termios
 import threading
@@ -164,6 +174,8 @@ class Agent:
         self.jobs_lock = threading.Lock()
         self.next_handle = 1
         self.started = time.monotonic()
+        self.streams = {}
+        self.next_stream = 1
 
     def reply(self, message):
         data = (json.dumps(message) + "\n").encode()
@@ -201,6 +213,15 @@ class Agent:
                     job.kill()
                     job.wait(5)
                 answer = {"ok": True}
+            elif op == "connect":
+                conn = socket.create_connection(("127.0.0.1", int(request["port"])), timeout=10)
+                conn.settimeout(None)
+                with self.jobs_lock:
+                    stream = self.next_stream
+                    self.next_stream += 1
+                    self.streams[stream] = conn
+                threading.Thread(target=self.pump, args=(stream, conn), daemon=True).start()
+                answer = {"stream": stream}
             elif op == "killall":
                 with self.jobs_lock:
                     jobs, self.jobs = list(self.jobs.values()), {}
@@ -214,6 +235,34 @@ class Agent:
             answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
         answer["id"] = rid
         self.reply(answer)
+
+    def pump(self, stream, conn):
+        """Guest side of a forwarded stream -> host, until end of file."""
+        while True:
+            try:
+                chunk = conn.recv(49152)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.reply({"stream": stream})
+                self.streams.pop(stream, None)
+                conn.close()
+                return
+            self.reply({"stream": stream, "data": base64.b64encode(chunk).decode()})
+
+    def stream_op(self, request):
+        """send/close run in the reading loop itself, so that a stream's bytes keep their order."""
+        conn = self.streams.get(request.get("stream"))
+        if conn is None:
+            return
+        try:
+            if request["op"] == "send":
+                conn.sendall(base64.b64decode(request["data"]))
+            else:
+                self.streams.pop(request.get("stream"), None)
+                conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def serve(self):
         buffer = b""
@@ -229,6 +278,9 @@ class Agent:
                     try:
                         request = json.loads(line)
                     except ValueError:
+                        continue
+                    if request.get("op") in ("send", "close"):
+                        self.stream_op(request)
                         continue
                     threading.Thread(target=self.handle, args=(request,), daemon=True).start()
 

@@ -51,14 +51,18 @@ RELEASES = {
 PACKAGES = [
     "linux-image-amd64",
     "rdma-core", "ibverbs-utils", "ibverbs-providers", "perftest", "rdmacm-utils", "infiniband-diags",
-    "python3", "python3-pyverbs", "python3-psutil", "python3-markupsafe",
+    "python3", "python3-pyverbs", "python3-psutil", "python3-markupsafe", "python3-jsonschema",
     "iproute2", "kmod", "udev", "procps", "iputils-ping", "nftables", "iptables", "util-linux",
     "ethtool", "pciutils",
+    # the other RDMA programs the lab records (tests/lab/producers.py): UCX's ucx_perftest, libfabric's
+    # fi_pingpong (Debian ships no fabtests, so no fi_rdm_pingpong), Open MPI (pml ucx) with mpi4py for a
+    # ping-pong program, and ssh between the guests for mpirun
+    "ucx-utils", "libfabric-bin", "openmpi-bin", "python3-mpi4py", "openssh-server", "openssh-client",
 ]
 
 # Pure-Python dependencies of rdmadoctor, installed on the host into one site dir that both guest
 # Pythons (bookworm 3.11, trixie 3.13) import from. Compiled ones (psutil, markupsafe, pyverbs) come
-# from the guest's Debian packages. typer is held below 0.29, which started to require pydantic
+# from the guest's Debian packages (jsonschema too: from 4.18 on it needs the compiled rpds-py). typer is held below 0.29, which started to require pydantic
 # (compiled pydantic-core); 0.28 carries its own click, the separate click is for code that imports it.
 SITE_REQUIREMENTS = [
     "typer==0.28.0",
@@ -230,7 +234,8 @@ def _build_image(release: str, dest: Path) -> None:
             "kernel": kernels[-1].name[len("vmlinuz-"):],
             "versions": {name: versions.get(name) for name in
                          ("perftest", "rdma-core", "ibverbs-providers", "python3", "python3-pyverbs",
-                          "linux-image-amd64", "iproute2", "nftables")},
+                          "linux-image-amd64", "iproute2", "nftables", "ucx-utils", "libfabric-bin",
+                          "openmpi-bin", "python3-mpi4py", "openssh-server")},
             "mirror": mirror, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seconds": {"debootstrap": round(bootstrap_seconds, 1),
                         "total": round(time.monotonic() - started, 1)},

@@ -4,7 +4,7 @@ Each ``Scenario`` says how to break the healthy two-host baseline (``Lab.reset()
 h2 = 192.0.2.2, rxe0 on eth0, MTU 1500, no firewall, no netem), which perftest commands the user
 then runs on the two sides, how long to let them run, and what rdmadoctor is expected to conclude:
 
-* ``expect_explain``: the cause slug (``shared/reference/causes.md``) that ``rdmadoctor explain`` must
+* ``expect_explain``: the cause slug (docs/causes.md) that ``rdmadoctor explain`` must
   name from the two logs alone. Where the logs cannot tell two causes apart, it is what an expert
   would conclude from the logs, the other candidates are in ``alternatives`` and ``notes`` says why.
 * ``expect_check``: the cause that ``rdmadoctor check`` must name when run on the ``faulty`` host
@@ -44,7 +44,7 @@ def pairs_from_env(environ=None) -> List[str]:
         raise ValueError("RDMADOCTOR_LAB_PAIRS: unknown pair(s) %s (known: %s)" % (unknown, ", ".join(PAIRS)))
     return [p for p in PAIR_ORDER if not wanted or p in wanted]
 
-# Slugs of shared/reference/causes.md (a public interface: never renamed).
+# The cause slugs of docs/causes.md (a public interface: never renamed).
 CAUSES = frozenset("""
 qp-count-mismatch option-mismatch perftest-version-mismatch server-not-running port-in-use
 wrong-peer-address firewall-blocks-port wrong-device-name wrong-gid-index gid-missing
@@ -165,7 +165,8 @@ SCENARIOS: List[Scenario] = [
         server=_srv(WB), client=_cli("%s --qp=10" % WB),
         expect_explain="qp-count-mismatch",
         server_lines=("3472328296395452464", READ_KEYS, SERVER_READ),
-        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ, "Failed to exchange data between server and clients"),
+        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ,
+                      "Failed to exchange data between server and clients"),
         notes="Exactly the defaults otherwise. The server decodes key text as a report: garbage result row."),
     Scenario(
         "qp-mismatch-server-10", "Server -q 10, client 1 QP (defaults)",

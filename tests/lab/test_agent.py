@@ -43,3 +43,50 @@ def test_spawn_peek_wait():
     answer = job.wait(10)
     assert answer["stdout"] == "banner\ndone\n"
     assert agent.jobs == {}
+
+
+def test_tcp_stream_through_the_agent():
+    """connect/send/close: the bytes of a forwarded TCP stream (what LabVM.forward relays) keep their order."""
+    import base64
+    import json
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def echo():
+        conn, _ = server.accept()
+        while True:
+            data = conn.recv(4096)
+            if not data:
+                break
+            conn.sendall(data.upper())
+        conn.close()
+
+    threading.Thread(target=echo, daemon=True).start()
+    read_end, write_end = os.pipe()
+    agent = guest_agent.Agent(port=write_end)
+    agent.handle({"op": "connect", "port": server.getsockname()[1], "id": 1})
+    for chunk in (b"one ", b"two"):
+        agent.stream_op({"op": "send", "stream": 1, "data": base64.b64encode(chunk).decode()})
+    agent.stream_op({"op": "close", "stream": 1})
+    received, buffer = b"", b""
+    while True:
+        buffer += os.read(read_end, 65536)
+        lines = buffer.split(b"\n")
+        buffer = lines.pop()
+        messages = [json.loads(line) for line in lines]
+        done = False
+        for message in messages:
+            if message.get("id") == 1:
+                assert message["stream"] == 1
+            elif "data" in message:
+                received += base64.b64decode(message["data"])
+            else:
+                done = True
+        if done:
+            break
+    assert received == b"ONE TWO"
+    assert agent.streams == {}

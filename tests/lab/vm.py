@@ -1,31 +1,43 @@
-"""Two QEMU VMs joined by one virtual wire, running the real Soft-RoCE (rdma_rxe) stack.
+"""QEMU VMs joined by one virtual wire, running the real Soft-RoCE (rdma_rxe) stack.
 
     with Lab("bookworm", "trixie") as lab:      # h1 = 192.0.2.1 (bookworm), h2 = 192.0.2.2 (trixie)
         lab.reset()                              # healthy baseline, verified
         r = lab.h2.run("ib_write_bw -d rxe0 192.0.2.1", timeout=30, pty=True)
         lab.replace("h2", "bookworm")            # same wire, another release
+    with Lab("bookworm", "bookworm", "trixie") as lab:   # h1..h3 = 192.0.2.1..3 on one L2 segment
 
 Design:
 * TCG (``-accel tcg -cpu max``): KVM guests hang on these machines. One vCPU, 1 GiB each.
-* The wire is a pair of UDP sockets on 127.0.0.1 (``-netdev socket,udp=…,localaddr=…``) with ports
-  picked free at start, so two labs can coexist. The guests' only NIC is that wire; no user-mode
-  networking. Inside, only 192.0.2.1 (h1) and 192.0.2.2 (h2) are used.
+* Two hosts: the wire is a pair of UDP sockets on 127.0.0.1 (``-netdev socket,udp=…,localaddr=…``)
+  with ports picked free at start, so two labs can coexist. Three or more hosts: every VM sends its
+  frames to a hub process on 127.0.0.1 (``hub.py``) that forwards them like a learning switch, so the
+  hosts share one L2 segment. The guests' only NIC is that wire; no user-mode networking. Inside,
+  only 192.0.2.1 (h1) .. 192.0.2.N (hN) are used.
 * The control plane is a virtio-serial port ("ctl") exposed as a unix socket in a private temp dir,
-  spoken to by ``guest_agent.py`` (started by the image's init from the 9p-shared repo).
+  spoken to by ``guest_agent.py`` (started by the image's init from the 9p-shared repo). It also
+  carries TCP streams: ``LabVM.forward(22)`` gives the host a loopback port that reaches the guest's
+  sshd without any network between host and guest.
+* ssh: the lab makes one user key and one host key per lab (``ssh-keygen`` on the host, else in h1),
+  installs them in every guest at setup (authorised for root and ``lab``, known to every guest as the
+  host key of 192.0.2.*), starts sshd, and the guests ssh to each other over the wire (Open MPI).
 * ``-snapshot``: the cached image is never written; every boot starts from the same state.
 * Every wait has a deadline; VMs die with their parent (PR_SET_PDEATHSIG) and on ``close()``/exit.
 """
 from __future__ import annotations
 
 import atexit
+import base64
 import ctypes
 import itertools
 import json
 import os
+import queue
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -38,6 +50,23 @@ from typing import Dict, List, Optional
 from . import image as lab_image
 
 REPO = lab_image.REPO
+MAX_HOSTS = 8             # h1..h8 = 192.0.2.1..8 (192.0.2.3 is the matrix's "nobody" only in two-host labs)
+
+
+def host_address(name: str) -> str:
+    return "192.0.2.%d" % host_index(name)
+
+
+def host_mac(name: str) -> str:
+    return "52:54:00:c0:02:%02x" % host_index(name)
+
+
+def host_index(name: str) -> int:
+    if not (name.startswith("h") and name[1:].isdigit() and 1 <= int(name[1:]) <= MAX_HOSTS):
+        raise ValueError("hosts are h1..h%d, not %r" % (MAX_HOSTS, name))
+    return int(name[1:])
+
+
 ADDRESSES = {"h1": "192.0.2.1", "h2": "192.0.2.2"}
 MACS = {"h1": "52:54:00:c0:02:01", "h2": "52:54:00:c0:02:02"}
 PEER = {"h1": "h2", "h2": "h1"}
@@ -50,6 +79,42 @@ GUEST_PYTHONPATH = "/lab/src:/lab/site"
 PERFTEST_BINARIES = ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw", "ib_send_lat",
                      "ib_atomic_bw", "ib_atomic_lat", "raw_ethernet_bw", "raw_ethernet_lat", "rping", "ucmatose",
                      "udaddy", "ibv_rc_pingpong", "ibv_ud_pingpong"]
+
+
+# Other RDMA programs the lab runs (tests/lab/producers.py): killed by the baseline like perftest.
+PRODUCER_BINARIES = ["ucx_perftest", "fi_pingpong", "mpirun", "mpiexec", "orterun", "orted", "prterun", "prte",
+                     "prted"]
+MPI_PROGRAM = "/lab/src/tests/lab/mpi_pingpong.py"   # the MPI ranks are python3: killed by their path
+SSHD_CONFIG = """\
+# rdmadoctor lab: key logins only, no DNS (the guests have no resolver), quick to accept
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UseDNS no
+"""
+SSH_CLIENT_CONFIG = """\
+# rdmadoctor lab: the guests ssh to each other over the wire with the lab's key and host key
+Host *
+    BatchMode yes
+    StrictHostKeyChecking yes
+    ConnectTimeout 20
+    LogLevel ERROR
+"""
+
+
+_WRITE_FILES = """
+import json, os, pwd, sys
+for path, text, mode, owner in json.load(sys.stdin):
+    entry = pwd.getpwnam(owner)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if path.endswith("/.ssh/id_ed25519"):
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chown(os.path.dirname(path), entry.pw_uid, entry.pw_gid)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, int(mode, 8))
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+"""
 
 
 class LabError(RuntimeError):
@@ -119,6 +184,7 @@ class AgentClient:
                 time.sleep(0.1)
         self.ids = itertools.count(1)
         self.pending: Dict[int, Dict] = {}
+        self.streams: Dict[int, "queue.Queue"] = {}  # stream id -> chunks from the guest (None = EOF)
         self.cond = threading.Condition()
         self.closed = False
         self.send_lock = threading.Lock()
@@ -139,6 +205,11 @@ class AgentClient:
                         answer = json.loads(line)
                     except ValueError:
                         continue
+                    if "stream" in answer and "id" not in answer:  # bytes of a forwarded TCP stream
+                        sink = self.streams.get(answer["stream"])
+                        if sink is not None:
+                            sink.put(base64.b64decode(answer["data"]) if "data" in answer else None)
+                        continue
                     with self.cond:
                         self.pending[answer.get("id")] = answer
                         self.cond.notify_all()
@@ -147,13 +218,19 @@ class AgentClient:
         with self.cond:
             self.closed = True
             self.cond.notify_all()
+        for sink in list(self.streams.values()):
+            sink.put(None)
 
     def send(self, request: Dict) -> int:
         rid = next(self.ids)
         request = dict(request, id=rid)
+        self.post(request)
+        return rid
+
+    def post(self, request: Dict) -> None:
+        """Sends without waiting (for requests the agent does not answer, e.g. stream bytes)."""
         with self.send_lock:
             self.sock.sendall((json.dumps(request) + "\n").encode())
-        return rid
 
     def receive(self, rid: int, timeout: float) -> Optional[Dict]:
         deadline = time.monotonic() + timeout
@@ -187,10 +264,8 @@ class LabVM:
 
     def __init__(self, name: str, release: str, wire_local: int, wire_remote: int, workdir: Path,
                  image: Optional[lab_image.Image] = None, site: Optional[Path] = None):
-        if name not in ADDRESSES:
-            raise ValueError("host must be h1 or h2")
         self.name, self.release = name, release
-        self.address = ADDRESSES[name]
+        self.address = host_address(name)
         self.wire_local, self.wire_remote = wire_local, wire_remote
         self.workdir = workdir
         self.image = image or lab_image.ensure_image(release)
@@ -201,6 +276,8 @@ class LabVM:
         self.agent: Optional[AgentClient] = None
         self.boot_seconds: Optional[float] = None
         self.info: Dict = {}
+        self.forwards: Dict[int, int] = {}      # guest port -> host port on 127.0.0.1
+        self._listeners: List[socket.socket] = []
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def argv(self) -> List[str]:
@@ -212,7 +289,7 @@ class LabVM:
             "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", append,
             "-drive", "file=%s,format=raw,if=virtio" % self.image.rootfs,
             "-netdev", "socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d" % (self.wire_remote, self.wire_local),
-            "-device", "virtio-net-pci,netdev=n0,mac=%s" % MACS[self.name],
+            "-device", "virtio-net-pci,netdev=n0,mac=%s" % host_mac(self.name),
             "-virtfs", "local,path=%s,mount_tag=src,security_model=none,readonly=on" % REPO,
             "-virtfs", "local,path=%s,mount_tag=site,security_model=none,readonly=on" % self.site,
             "-device", "virtio-serial",
@@ -280,6 +357,12 @@ class LabVM:
         self.kill_qemu()
 
     def kill_qemu(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener.close()
+            except OSError:
+                pass
+        self._listeners, self.forwards = [], {}
         if self.agent is not None:
             self.agent.close()
             self.agent = None
@@ -295,8 +378,10 @@ class LabVM:
 
     # ---- commands --------------------------------------------------------------------------------
     def _request(self, cmd, timeout: float, user: Optional[str], pty: bool, env: Optional[Dict],
-                 rlimits: Optional[Dict]) -> Dict:
+                 rlimits: Optional[Dict], stdin: Optional[str] = None) -> Dict:
         request = {"timeout": timeout, "pty": pty}
+        if stdin is not None:
+            request["stdin"] = stdin
         if isinstance(cmd, (list, tuple)):
             request["argv"] = list(cmd)
         else:
@@ -310,17 +395,22 @@ class LabVM:
         return request
 
     def run(self, cmd, timeout: float = 60, user: Optional[str] = None, pty: bool = False,
-            env: Optional[Dict] = None, rlimits: Optional[Dict] = None) -> Result:
+            env: Optional[Dict] = None, rlimits: Optional[Dict] = None, stdin: Optional[str] = None) -> Result:
         """Runs a command (a shell string or an argv list) and waits for it (killed at ``timeout``)."""
         if self.agent is None:
             raise LabError("%s is not running" % self.name)
-        answer = self.agent.call(dict(self._request(cmd, timeout, user, pty, env, rlimits), op="run"),
+        answer = self.agent.call(dict(self._request(cmd, timeout, user, pty, env, rlimits, stdin), op="run"),
                                  timeout + 15)
         return Result.from_answer(answer)
 
-    def sh(self, cmd: str, timeout: float = 60) -> str:
+    def put(self, path: str, text: str, mode: str = "0644", owner: str = "root") -> None:
+        """Writes a file in the guest (as root), then sets its mode and owner."""
+        self.sh("umask 077 && mkdir -p \"$(dirname '{p}')\" && cat > '{p}' && chmod {m} '{p}' && chown {o}: '{p}'".format(
+            p=path, m=mode, o=owner), stdin=text)
+
+    def sh(self, cmd: str, timeout: float = 60, stdin: Optional[str] = None) -> str:
         """Runs a root shell command that must succeed; returns its stdout."""
-        result = self.run(cmd, timeout=timeout)
+        result = self.run(cmd, timeout=timeout, stdin=stdin)
         if not result.ok:
             raise LabError("%s: command failed (rc %s%s): %s\n%s" % (
                 self.name, result.rc, ", timed out" if result.timed_out else "", cmd, result.output[-2000:]))
@@ -340,13 +430,81 @@ class LabVM:
     def kill(self, handle: int) -> None:
         self.agent.call({"op": "kill", "handle": handle}, 30)
 
+    # ---- TCP through the control channel ----------------------------------------------------------
+    def forward(self, guest_port: int) -> int:
+        """A port on the host's 127.0.0.1 whose connections reach the guest's 127.0.0.1:``guest_port``.
+
+        The bytes travel over the control channel (the agent's ``connect``/``send``/``close``), not over
+        a network: the guests keep the wire as their only NIC. Lives as long as this VM's agent."""
+        if guest_port in self.forwards:
+            return self.forwards[guest_port]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        self._listeners.append(listener)
+        port = listener.getsockname()[1]
+        self.forwards[guest_port] = port
+        threading.Thread(target=self._accept_loop, args=(listener, guest_port), daemon=True).start()
+        return port
+
+    def _accept_loop(self, listener: socket.socket, guest_port: int) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._relay, args=(conn, guest_port), daemon=True).start()
+
+    def _relay(self, conn: socket.socket, guest_port: int) -> None:
+        agent = self.agent
+        try:
+            if agent is None:
+                return
+            stream = agent.call({"op": "connect", "port": guest_port}, 30)["stream"]
+        except (LabError, OSError):
+            conn.close()
+            return
+        sink: "queue.Queue" = queue.Queue()
+        agent.streams[stream] = sink
+
+        def to_host():
+            while True:
+                chunk = sink.get()
+                try:
+                    if chunk is None:
+                        conn.shutdown(socket.SHUT_WR)
+                        return
+                    conn.sendall(chunk)
+                except OSError:
+                    return
+
+        writer = threading.Thread(target=to_host, daemon=True)
+        writer.start()
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                agent.post({"op": "send", "stream": stream, "data": base64.b64encode(data).decode()})
+        except OSError:
+            pass
+        try:
+            agent.post({"op": "close", "stream": stream})
+        except OSError:
+            pass
+        writer.join(timeout=30)
+        agent.streams.pop(stream, None)
+        conn.close()
+
     def python_env(self) -> Dict[str, str]:
         return {"PYTHONPATH": GUEST_PYTHONPATH, "PYTHONPYCACHEPREFIX": "/tmp/pycache"}
 
     # ---- facts -----------------------------------------------------------------------------------
     def _collect_info(self) -> Dict:
         script = ("echo kernel=$(uname -r); "
-                  "dpkg-query -W -f '${Package}=${Version}\\n' perftest rdma-core python3 linux-image-amd64; "
+                  "dpkg-query -W -f '${Package}=${Version}\\n' perftest rdma-core python3 linux-image-amd64 "
+                  "ucx-utils libfabric-bin openmpi-bin 2>/dev/null; "
                   "echo perftest_version=$(ib_write_bw -V 2>&1 | head -1)")
         info = {}
         for line in self.sh(script, timeout=60).splitlines():
@@ -359,17 +517,33 @@ class LabVM:
 
 
 class Lab:
-    """Two hosts on one wire: h1 = 192.0.2.1, h2 = 192.0.2.2, each with its own release."""
+    """Hosts on one wire, each with its own release: h1 = 192.0.2.1, h2 = 192.0.2.2 (and h3.. = .3..).
 
-    def __init__(self, h1: str = "bookworm", h2: str = "bookworm", workdir: Optional[Path] = None):
-        self.releases = {"h1": h1, "h2": h2}
+    ``Lab(h1, h2)`` is the two-host lab (a direct UDP wire); ``Lab(h1, h2, h3, ...)`` boots three or more
+    on one L2 segment through the hub (``hub.py``); ``wire="hub"`` uses the hub for two hosts too."""
+
+    def __init__(self, h1: str = "bookworm", h2: str = "bookworm", *more: str, workdir: Optional[Path] = None,
+                 wire: Optional[str] = None):
+        releases = (h1, h2) + tuple(more)
+        if len(releases) > MAX_HOSTS:
+            raise ValueError("at most %d hosts" % MAX_HOSTS)
+        self.releases = {"h%d" % (i + 1): r for i, r in enumerate(releases)}
+        self.wire = wire or ("pair" if len(releases) == 2 else "hub")
+        if self.wire not in ("pair", "hub") or (self.wire == "pair" and len(releases) != 2):
+            raise ValueError("wire is 'pair' (two hosts) or 'hub'")
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="rdmadoctor-lab-"))
-        self.ports = {"h1": free_udp_port(), "h2": free_udp_port()}
-        while self.ports["h2"] == self.ports["h1"]:
-            self.ports["h2"] = free_udp_port()
+        self.ports: Dict[str, int] = {}
+        for name in self.releases:
+            port = free_udp_port()
+            while port in self.ports.values():
+                port = free_udp_port()
+            self.ports[name] = port
+        self.hub_port: Optional[int] = None
+        self.hub: Optional[subprocess.Popen] = None
         self.hosts: Dict[str, LabVM] = {}
         self.timings: Dict[str, float] = {}
+        self.ssh_dir = self.workdir / "ssh"
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> "Lab":
@@ -388,13 +562,36 @@ class Lab:
         return self.hosts["h2"]
 
     @property
-    def pair_name(self) -> str:
-        a, b = self.releases["h1"], self.releases["h2"]
-        return a if a == b else "mixed"
+    def names(self) -> List[str]:
+        return list(self.releases)
 
-    def _make_vm(self, name: str, release: str) -> LabVM:
-        peer = PEER[name]
-        return LabVM(name, release, self.ports[name], self.ports[peer], self.workdir)
+    @property
+    def pair_name(self) -> str:
+        distinct = set(self.releases.values())
+        return next(iter(distinct)) if len(distinct) == 1 else "mixed"
+
+    def _remote_port(self, name: str) -> int:
+        """Where ``name``'s frames go: the hub, or on the two-host wire the other host's port."""
+        if self.wire == "hub":
+            return self.hub_port
+        return self.ports[PEER[name]]
+
+    def _make_vm(self, name: str, release: str, image: Optional[lab_image.Image] = None,
+                 site: Optional[Path] = None) -> LabVM:
+        return LabVM(name, release, self.ports[name], self._remote_port(name), self.workdir, image, site)
+
+    def _start_hub(self) -> None:
+        self.hub_port = free_udp_port()
+        while self.hub_port in self.ports.values():
+            self.hub_port = free_udp_port()
+        argv = [sys.executable, "-m", "tests.lab.hub", "--listen", str(self.hub_port)]
+        for port in self.ports.values():
+            argv += ["--port", str(port)]
+        self.hub = subprocess.Popen(argv, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+        line = self.hub.stdout.readline().decode(errors="replace")
+        if "ready" not in line:
+            raise LabError("the lab's hub did not start: %s" % line.strip())
 
     def start(self) -> None:
         started = time.monotonic()
@@ -403,12 +600,13 @@ class Lab:
         site = lab_image.ensure_site()
         self.timings["images"] = round(time.monotonic() - started, 1)
         try:
-            for name in ("h1", "h2"):
-                vm = LabVM(name, self.releases[name], self.ports[name], self.ports[PEER[name]], self.workdir,
-                           images[self.releases[name]], site)
+            if self.wire == "hub":
+                self._start_hub()
+            for name, release in self.releases.items():
+                vm = self._make_vm(name, release, images[release], site)
                 vm.start()
                 self.hosts[name] = vm
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            with ThreadPoolExecutor(max_workers=len(self.hosts)) as pool:
                 list(pool.map(lambda vm: vm.wait_ready(), self.hosts.values()))
             self.timings["boot"] = round(time.monotonic() - started - self.timings["images"], 1)
             self.setup_rdma()
@@ -423,13 +621,14 @@ class Lab:
         old = self.hosts.pop(name, None)
         if old is not None:
             old.shutdown()
-        vm = LabVM(name, release, self.ports[name], self.ports[PEER[name]], self.workdir)
+        vm = self._make_vm(name, release)
         vm.start()
         self.hosts[name] = vm
         try:
             vm.wait_ready()
             self.releases[name] = release
             self._setup_host(vm)
+            self._setup_ssh(vm)
             self.reset()
         except BaseException:
             vm.kill_qemu()
@@ -437,30 +636,102 @@ class Lab:
         self.timings["replace-%s-%s" % (name, release)] = round(time.monotonic() - started, 1)
         return vm
 
-    def ensure(self, h1: str, h2: str) -> None:
+    def ensure(self, h1: str, h2: str, *more: str) -> None:
         """Makes the lab run these releases, replacing only the hosts that differ."""
-        for name, release in (("h1", h1), ("h2", h2)):
+        for i, release in enumerate((h1, h2) + tuple(more)):
+            name = "h%d" % (i + 1)
+            if name not in self.releases:
+                raise LabError("this lab has no host %s" % name)
             if self.releases[name] != release or name not in self.hosts:
                 self.replace(name, release)
 
     def close(self) -> None:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(lambda vm: vm.shutdown(), list(self.hosts.values())))
+        if self.hosts:
+            with ThreadPoolExecutor(max_workers=len(self.hosts)) as pool:
+                list(pool.map(lambda vm: vm.shutdown(), list(self.hosts.values())))
         for vm in self.hosts.values():
             vm.kill_qemu()
         self.hosts = {}
+        if self.hub is not None:
+            self.hub.kill()
+            self.hub.wait(timeout=10)
+            self.hub = None
         if self._own_workdir and not os.environ.get("RDMADOCTOR_LAB_KEEP"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def both(self, fn):
-        """Runs fn(vm) on h1 and h2 in parallel; returns {name: result}."""
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        """Runs fn(vm) on every host in parallel (both of a two-host lab); returns {name: result}."""
+        with ThreadPoolExecutor(max_workers=max(1, len(self.hosts))) as pool:
             futures = {name: pool.submit(fn, vm) for name, vm in self.hosts.items()}
             return {name: f.result() for name, f in futures.items()}
+
+    every = both
+
+    # ---- ssh between the guests, and from the host through the control channel -----------------
+    def _ssh_keys(self) -> Dict[str, str]:
+        """The lab's user key and host key (made once per lab): {"user", "user.pub", "host", "host.pub"}."""
+        files = {"user": self.ssh_dir / "id_ed25519", "host": self.ssh_dir / "ssh_host_ed25519_key"}
+        if not all(p.exists() for p in files.values()):
+            self.ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for role, path in files.items():
+                comment = "rdmadoctor-lab-%s" % role
+                if shutil.which("ssh-keygen"):
+                    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                                   check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+                else:  # no OpenSSH on the host: the guest's ssh-keygen makes it
+                    vm = next(iter(self.hosts.values()))
+                    vm.sh("rm -f /tmp/labkey /tmp/labkey.pub && ssh-keygen -q -t ed25519 -N '' -C %s -f /tmp/labkey"
+                          % comment)
+                    path.write_text(vm.sh("cat /tmp/labkey"))
+                    Path(str(path) + ".pub").write_text(vm.sh("cat /tmp/labkey.pub && rm -f /tmp/labkey*"))
+                os.chmod(path, 0o600)
+            (self.ssh_dir / "known_hosts").write_text(
+                "lab-guest %s\n" % " ".join((self.ssh_dir / "ssh_host_ed25519_key.pub").read_text().split()[:2]))
+        return {"user": files["user"].read_text(), "user.pub": Path(str(files["user"]) + ".pub").read_text(),
+                "host": files["host"].read_text(), "host.pub": Path(str(files["host"]) + ".pub").read_text()}
+
+    @property
+    def ssh_key(self) -> Path:
+        """The private key that every guest authorises for root and ``lab``."""
+        return self.ssh_dir / "id_ed25519"
+
+    def ssh_command(self, name: str, user: str = "root") -> List[str]:
+        """ssh argv that reaches host ``name``'s sshd from this machine (127.0.0.1, through the control
+        channel), checking the lab's host key: e.g. ``lab.ssh_command("h1") + ["hostname"]``."""
+        vm = self.hosts[name]
+        return ["ssh", "-F", "none", "-i", str(self.ssh_key), "-p", str(vm.forward(22)),
+                "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias=lab-guest",
+                "-o", "UserKnownHostsFile=%s" % (self.ssh_dir / "known_hosts"), "-o", "ConnectTimeout=20",
+                "-o", "LogLevel=ERROR", "%s@127.0.0.1" % user]
+
+    def _setup_ssh(self, vm: LabVM) -> None:
+        """Keys, known hosts, /etc/hosts and a running sshd in one guest."""
+        keys = self._ssh_keys()
+        host_pub = " ".join(keys["host.pub"].split()[:2])
+        hosts = "127.0.0.1 localhost\n" + "".join(
+            "%s %s\n" % (host_address(n), n) for n in sorted(set(self.releases) | {"h1", "h2"}, key=host_index))
+        files = [("/etc/hosts", hosts, "0644", "root"),
+                 ("/etc/ssh/ssh_host_ed25519_key", keys["host"], "0600", "root"),
+                 ("/etc/ssh/ssh_host_ed25519_key.pub", keys["host.pub"], "0644", "root"),
+                 ("/etc/ssh/ssh_known_hosts", "192.0.2.*,h?,h??,localhost,127.0.0.1 %s\n" % host_pub, "0644", "root"),
+                 ("/etc/ssh/ssh_config.d/rdmadoctor-lab.conf", SSH_CLIENT_CONFIG, "0644", "root"),
+                 ("/etc/ssh/sshd_config.d/rdmadoctor-lab.conf", SSHD_CONFIG, "0644", "root")]
+        for user, home in (("root", "/root"), (lab_image.LAB_USER, "/home/%s" % lab_image.LAB_USER)):
+            files += [(home + "/.ssh/id_ed25519", keys["user"], "0600", user),
+                      (home + "/.ssh/id_ed25519.pub", keys["user.pub"], "0644", user),
+                      (home + "/.ssh/authorized_keys", keys["user.pub"], "0600", user)]
+        # one round trip (each request costs a second or more under TCG): the guest's python3 writes them all
+        vm.sh("python3 -c %s" % shlex.quote(_WRITE_FILES), stdin=json.dumps(files), timeout=60)
+        # an account whose password field starts with "!" is "locked" and sshd refuses it even for keys
+        vm.sh("usermod -p '*' %s && mkdir -p /run/sshd && chmod 0755 /run/sshd && "
+              "(pgrep -x sshd >/dev/null || /usr/sbin/sshd)" % lab_image.LAB_USER, timeout=60)
+        vm.forward(22)
 
     # ---- RDMA setup and the healthy baseline -----------------------------------------------------
     def setup_rdma(self) -> None:
         self.both(self._setup_host)
+        self._ssh_keys()
+        self.both(self._setup_ssh)
         self.reset()
 
     @staticmethod
@@ -476,7 +747,9 @@ class Lab:
         return "\n".join([
             "exec 2>&1",
             # leftover test programs and helpers (SIGKILL; zombies are harmless and filtered below)
-            "pkill -KILL -x '%s'" % "|".join(PERFTEST_BINARIES),
+            "pkill -KILL -x '%s'" % "|".join(PERFTEST_BINARIES + PRODUCER_BINARIES),
+            # a bracket in the pattern so that it does not match this shell's own command line
+            "pkill -KILL -f '[%s]%s'" % (MPI_PROGRAM[0], MPI_PROGRAM[1:]),
             "nft flush ruleset",
             "tc qdisc del dev %s root 2>/dev/null" % NETDEV,
             "sysctl -qw net.ipv4.tcp_syn_retries=6",
@@ -491,6 +764,9 @@ class Lab:
             "test -e /sys/class/infiniband/%s || rdma link add %s type rxe netdev %s" % (RXE, RXE, NETDEV),
             # what Debian's rdma-core udev rules would do (udevd does not run in the lab guests)
             "chmod 0666 /dev/infiniband/uverbs* /dev/infiniband/rdma_cm 2>/dev/null",
+            # sshd (the producers' Open MPI launches over it); started at setup, restarted if a fault killed it
+            "test ! -e /etc/ssh/ssh_host_ed25519_key || pgrep -x sshd >/dev/null || "
+            "{ mkdir -p /run/sshd; /usr/sbin/sshd; }",
             "rm -f /tmp/facts.json",
             "true",
         ])
@@ -538,10 +814,13 @@ class Lab:
                 if not st.get("gid1", "").endswith(_mapped_gid_tail(vm.address)):
                     problems.append("%s gid1=%r" % (name, st.get("gid1")))
             if not problems:
-                ping = self.h2.run("ping -c 1 -W 3 %s" % self.h1.address, timeout=15)
-                if ping.ok:
+                pings = self.both(lambda vm: None if vm.name == "h1" else vm.run(
+                    "ping -c 1 -W 3 %s" % self.h1.address, timeout=15))
+                for name in self.names:
+                    if pings.get(name) is not None and not pings[name].ok:
+                        problems.append("%s cannot ping h1: %s" % (name, pings[name].output[-300:]))
+                if not problems:
                     return states
-                problems.append("h2 cannot ping h1: " + ping.output[-300:])
         raise LabError("lab baseline not reached: " + "; ".join(problems))
 
     @staticmethod

@@ -16,9 +16,10 @@ from rdmadoctor.agent.server import default_bind
     (b'{"op": "hello"}', "bad-request"),                     # no version
     (b'{"v": "1", "op": "hello"}', "bad-request"),
     (b'{"v": true, "op": "hello"}', "bad-request"),
-    (b'{"v": 2, "op": "hello"}', "unsupported-version"),
-    (b'{"v": 1}', "bad-request"),                            # no op
-    (b'{"v": 1, "op": "hello", "id": "x"}', "bad-request"),
+    (b'{"v": 1, "op": "hello"}', "unsupported-version"),     # protocol 1: no session MACs
+    (b'{"v": 3, "op": "hello"}', "unsupported-version"),
+    (b'{"v": 2}', "bad-request"),                            # no op
+    (b'{"v": 2, "op": "hello", "id": "x"}', "bad-request"),
     (b"\xff", "bad-request"),
 ])
 def test_bad_requests_are_named(line, code):
@@ -28,9 +29,9 @@ def test_bad_requests_are_named(line, code):
 
 
 def test_a_good_request_and_its_answers():
-    req = p.decode_request(b'{"v": 1, "id": 5, "op": "facts", "port": 18515}')
+    req = p.decode_request(b'{"v": 2, "id": 5, "op": "facts", "port": 18515}')
     assert req["op"] == "facts"
-    assert p.answer(req, x=1) == {"v": 1, "id": 5, "ok": True, "x": 1}
+    assert p.answer(req, x=1) == {"v": 2, "id": 5, "ok": True, "x": 1}
     assert p.error(req, "busy", "later")["error"] == {"code": "busy", "message": "later"}
     assert p.encode({"a": 1}).endswith(b"\n")
     assert p.int_field(req, "port", 1, 1, 65535) == 18515

@@ -15,9 +15,7 @@ from tests.probe.helpers import TOKEN, FakeListener, LineClient, running_agent
 
 
 def authenticate(client: LineClient, token: bytes = TOKEN) -> dict:
-    hello = client.call(op="hello", id=1)
-    cnonce = p.new_nonce()
-    return client.call(op="auth", id=2, cnonce=cnonce, mac=p.client_mac(token, hello["challenge"], cnonce))
+    return client.authenticate(token)
 
 
 def test_wrong_token_is_refused_and_the_connection_closed():
@@ -38,7 +36,7 @@ def test_nothing_but_hello_before_auth():
         for op in ("facts", "listen", "result"):
             answer = c.call(op=op, id=3)
             assert answer["ok"] is False and answer["error"]["code"] == "auth-required", op
-        assert FakeListener.started == [] or all(l.closed for l in FakeListener.started)
+        assert FakeListener.started == [] or all(listener.closed for listener in FakeListener.started)
 
 
 def test_a_challenge_can_be_answered_once():
@@ -46,10 +44,14 @@ def test_a_challenge_can_be_answered_once():
         c = LineClient(port)
         hello = c.call(op="hello", id=1)
         cnonce = p.new_nonce()
-        mac = p.client_mac(TOKEN, hello["challenge"], cnonce)
+        mac = p.client_mac(TOKEN, hello["challenge"], cnonce, p.transcript(hello))
         assert c.call(op="auth", id=2, cnonce=cnonce, mac=mac)["ok"]
-        replay = c.call(op="auth", id=3, cnonce=cnonce, mac=mac)        # the challenge was used up
-        assert replay["ok"] is False and replay["error"]["code"] == "bad-request"
+        replay = c.call(op="auth", id=3, cnonce=cnonce, mac=mac)        # unsealed, after the handshake
+        assert replay["ok"] is False and replay["error"]["code"] == "auth-failed"
+        other = LineClient(port)                                        # a recorded answer, a new challenge
+        other.call(op="hello", id=1)
+        replay = other.call(op="auth", id=2, cnonce=cnonce, mac=mac)
+        assert replay["ok"] is False and replay["error"]["code"] == "auth-failed"
 
 
 def test_right_token_both_ways_and_it_never_crosses_the_wire():
@@ -122,7 +124,7 @@ def test_unknown_ops_and_newer_protocols_are_refused_with_what_is_supported():
         c = LineClient(port)
         answer = c.call(op="reboot", id=1, args=["-d", "mlx5_0"])
         assert answer["error"]["code"] == "unknown-op" and "facts" in answer["error"]["message"]
-        answer = c.call(op="hello", id=2, v=2)
+        answer = c.call(op="hello", id=2, v=1)
         assert answer["error"]["code"] == "unsupported-version"
         assert c.call(op="hello", id=3)["ok"]
 
@@ -209,15 +211,15 @@ def test_every_request_is_logged_with_who_what_outcome_and_time(caplog):
         c.send_raw(b"{broken\n")
         c.receive()
     lines = [r.getMessage() for r in caplog.records]
-    assert any("op=hello outcome=ok" in l and "client=127.0.0.1:" in l and "seconds=" in l for l in lines)
-    assert any("op=facts outcome=refused:auth-required" in l for l in lines)
-    assert any("op=? outcome=refused:bad-request" in l for l in lines)
+    assert any("op=hello outcome=ok" in line and "client=127.0.0.1:" in line and "seconds=" in line for line in lines)
+    assert any("op=facts outcome=refused:auth-required" in line for line in lines)
+    assert any("op=? outcome=refused:bad-request" in line for line in lines)
 
 
 def test_protocol_answers_are_json_lines_with_the_request_id():
     with running_agent() as (_, port):
         c = LineClient(port)
-        c.send_raw(b'{"v": 1, "op": "hello", "id": 41}\n{"v": 1, "op": "bye", "id": 42}\n')
+        c.send_raw(b'{"v": 2, "op": "hello", "id": 41}\n{"v": 2, "op": "bye", "id": 42}\n')
         assert c.receive()["id"] == 41
         assert c.receive()["id"] == 42
         assert c.closed()

@@ -1,0 +1,391 @@
+"""Observations about an NCCL run (NCCL itself, or nccl-tests around it) that rules ask for by name.
+
+What an NCCL log says between its lines: which release printed it (the shape of its messages changed
+from release to release: knowledge/messages/nccl.toml `versions`), what that release does when the user
+does not say (the GID index before 2.21, nvidia_peermem detection before 2.23.4), which link layer the
+run is on, which GIDs it used, whether the hosts' QPs report different MTUs, whether GPUDirect RDMA is in
+use, and whether the out-of-band interface is one NCCL only picks as a last resort. Each is a pure
+function of the run and of the other runs of the input (ctx["runs"]); none knows about causes.
+
+A feature that stands for a yes is a record with the line it rests on ({"line": ...}), so that a rule's
+evidence quotes that line; a no is None.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from rdmadoctor.model import Message, Run
+
+WC_STATUS = Path(__file__).resolve().parent.parent / "knowledge" / "wc_status.toml"
+NEWEST = 99_99_99            # an open upper bound: "this release or any later one"
+
+# Releases as NCCL numbers them (NCCL_VERSION_CODE of 2.9 and later): major*10000 + minor*100 + patch.
+AUTO_GID_INDEX = 2_21_00     # src/transport/net_ib: NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", 0) up to 2.20, -1 from 2.21
+PEERMEM_DETECTED = 2_23_04   # ncclIbGdrSupport() also checks /sys/module/nvidia_peermem/version from 2.23.4
+
+
+def code(version: str) -> Optional[int]:
+    """'2.21.5+cuda12.4' -> 22105."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    if not m:
+        return None
+    return int(m.group(1)) * 10000 + int(m.group(2)) * 100 + int(m.group(3) or 0)
+
+
+def _name(c: int) -> str:
+    return f"{c // 10000}.{c // 100 % 100}" + (f".{c % 100}" if c % 100 else "")
+
+
+def _nccl_messages(run: Run) -> List[Message]:
+    return [m for m in run.messages if m.id.startswith("NCCL.")]
+
+
+def _at(m: Message, **extra: Any) -> Dict[str, Any]:
+    """A yes, resting on message `m` (which may be in another run or file of the input)."""
+    return {"line": m.line, "source": m.source, "quote": m.text, **extra}
+
+
+def _input_runs(run: Run, ctx: Dict[str, Any]) -> List[Run]:
+    """Every NCCL run of the input: the ranks and hosts of one job, pasted together or in several files."""
+    runs = [r for r in ctx.get("runs") or [] if r.producer == run.producer]
+    return runs if any(r is run for r in runs) else [run, *runs]
+
+
+# -- which release printed the run -----------------------------------------------------------------------
+
+def _shape(m: Message) -> Optional[Tuple[int, int]]:
+    """The releases whose source prints a message in this shape (nccl.toml `versions`)."""
+    f, text = m.fields, m.text
+    if m.id == "NCCL.IB_WC_ERROR":
+        if "peer" not in f:
+            return 2_07_00, 2_09_99                      # "Got completion with error N, opcode ..."
+        if "status_name" in f:
+            return 2_28_07, NEWEST                       # "status=IBV_WC_...(N)"
+        if "status=" in text:
+            return 2_20_00, 2_28_06                      # "with status=N opcode=N len=N"
+        if "gid" in f:
+            return 2_18_00, 2_19_99                      # ... "(Send) localGid G remoteGid G"
+        return 2_10_00, 2_19_99                          # "from peer ... with error N, opcode"
+    if m.id == "NCCL.IB_MODIFY_QP_FAILED":
+        if "device" in f:
+            return 2_24_00, NEWEST                       # "failed with 110 Connection timed out, on dev ..."
+        if "errno" in f:
+            return 2_19_00, 2_23_99                      # "failed with error <text> errno <n>"
+        return 2_07_00, 2_18_99                          # "failed with error <text>"
+    if m.id == "NCCL.IBV_CALL_FAILED" and "errno" in f:
+        return 2_19_00, NEWEST
+    if m.id == "NCCL.IB_ASYNC_EVENT":
+        if "event_type" in f and "non-fatal" in text:
+            return 2_28_07, NEWEST
+        if "async error event" in text:
+            return 2_23_00, 2_28_06
+        if "device" in f:
+            return 2_20_00, 2_22_99
+        return 2_07_00, 2_19_99
+    if m.id == "NCCL.IB_ASYNC_FATAL":
+        return 2_23_00, NEWEST
+    if m.id == "NCCL.GDR_HCA":
+        return (2_07_00, 2_12_99) if f.get("no_module") else (2_13_00, NEWEST)
+    if m.id == "NCCL.BOOTSTRAP_USING":
+        return (2_07_00, 2_23_99) if re.search(r"Bootstrap\s+:", text) else (2_24_00, NEWEST)
+    if m.id.startswith("NCCL.HINT_"):
+        return 2_30_00, NEWEST
+    if m.id in ("NCCL.IB_CQE_ERROR", "NCCL.IB_RESILIENCY_FATAL"):
+        return 2_29_00, NEWEST
+    return None
+
+
+def nccl_release(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """Which NCCL release printed the run: its "NCCL version" line, else the releases whose message shapes
+    all of its lines fit (low, high as NCCL version codes; text "2.21.5" or "2.10-2.19")."""
+    messages = _nccl_messages(run)
+    for m in messages:
+        if m.id == "NCCL.VERSION":
+            c = code(m.fields.get("version", ""))
+            if c:
+                return _at(m, low=c, high=c, name=m.fields["version"].split("+")[0], exact=True)
+    low, high, first = 0, NEWEST, None
+    for m in messages:
+        shape = _shape(m)
+        if shape is None:
+            continue
+        first = first or m
+        low, high = max(low, shape[0]), min(high, shape[1])
+    if first is None or low > high:              # no clue, or ranks of different releases pasted together
+        return None
+    name = f"{_name(low)} or later" if high == NEWEST else f"{_name(low)}-{_name(high // 100 * 100)}"
+    return _at(first, low=low, high=high, name=name, exact=False)
+
+
+def nccl_release_high(run: Run, ctx) -> Optional[int]:
+    """The newest release that can have printed the run (an NCCL version code), when its lines tell."""
+    release = nccl_release(run, ctx)
+    return release["high"] if release else None
+
+
+def nccl_release_low(run: Run, ctx) -> Optional[int]:
+    """The oldest release that can have printed the run (an NCCL version code), when its lines tell."""
+    release = nccl_release(run, ctx)
+    return release["low"] if release else None
+
+
+def nccl_default_gid_index_zero(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The release that printed the run is older than 2.21: without NCCL_IB_GID_INDEX it uses GID index 0."""
+    release = nccl_release(run, ctx)
+    if release and release["high"] < AUTO_GID_INDEX:
+        return {**release, "release": release["name"]}
+    return None
+
+
+def nccl_ignores_nvidia_peermem(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The release that printed the run is older than 2.23.4: its GPUDirect check looks only for
+    /sys/kernel/mm/memory_peers/nv_mem*, not for the nvidia_peermem module itself."""
+    release = nccl_release(run, ctx)
+    if release and release["high"] < PEERMEM_DETECTED:
+        return {**release, "release": release["name"]}
+    return None
+
+
+def nccl_detects_nvidia_peermem(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The release that printed the run is 2.23.4 or later: it sees nvidia_peermem however it is loaded."""
+    release = nccl_release(run, ctx)
+    if release and release["low"] >= PEERMEM_DETECTED:
+        return {**release, "release": release["name"]}
+    return None
+
+
+# -- link layer and GIDs -----------------------------------------------------------------------------------
+
+def _link_layers(run: Run) -> Iterable[Tuple[str, Message]]:
+    for m in _nccl_messages(run):
+        if m.id == "NCCL.IB_USING":
+            for layer in re.findall(r":\d+[:\d]*/(IB|RoCE)\b", m.fields.get("devices", "")) or \
+                    [m.fields.get("link_layer")]:
+                if layer in ("IB", "RoCE"):
+                    yield layer, m
+        elif m.id == "NCCL.IB_WC_ERROR" and m.fields.get("gid"):
+            yield "RoCE", m                        # NCCL prints the GIDs of a failed completion on RoCE only
+        elif m.id == "NCCL.IB_QP_INFO":
+            if m.fields.get("gid_index") is not None:
+                yield "RoCE", m                    # the QP line names a GID on RoCE, a LID on InfiniBand
+            elif m.fields.get("lid") is not None:
+                yield "IB", m
+
+
+def nccl_on_roce(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run's NCCL uses a RoCE port (its device list, a GID in a completion error or a QP line)."""
+    for layer, m in _link_layers(run):
+        if layer == "RoCE":
+            return _at(m)
+    return None
+
+
+def nccl_on_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run's NCCL uses InfiniBand ports only (no RoCE port shown)."""
+    layers = list(_link_layers(run))
+    if layers and all(layer == "IB" for layer, _ in layers):
+        return _at(layers[0][1])
+    return None
+
+
+def gid_family(gid: Optional[str]) -> Optional[str]:
+    if not gid or gid in ("N/A",):
+        return None
+    g = gid.lower().split("%")[0]
+    if g.startswith("::ffff:"):
+        return "ipv4"
+    if g.startswith("fe80:"):
+        return "link-local"
+    if g in ("::", "0:0:0:0:0:0:0:0"):
+        return "empty"
+    return "ipv6"
+
+
+def qp_info_gid(prefix: Optional[str], iid: Optional[str]) -> Optional[str]:
+    """The GID of a QP line's "GID 3 (80FE/2A13DFFFFE123456)": NCCL prints the two 64-bit halves as numbers
+    read on a little-endian host ("%lX"), so fe80:: shows as 80FE and ::ffff:10.0.0.1 as 0/100000AFFFF0000."""
+    try:
+        raw = int(prefix or "", 16).to_bytes(8, "little") + int(iid or "", 16).to_bytes(8, "little")
+    except (ValueError, OverflowError):
+        return None
+    address = ipaddress.IPv6Address(raw)
+    return f"::ffff:{address.ipv4_mapped}" if address.ipv4_mapped else str(address)
+
+
+def _roce_gids(run: Run) -> Iterable[Tuple[str, str, Message]]:
+    """(which, gid, line) of every GID the run shows for a RoCE connection."""
+    on_ib = nccl_on_ib(run, {}) is not None
+    for m in _nccl_messages(run):
+        if m.id == "NCCL.IB_WC_ERROR" or (m.id in ("NCCL.IB_MODIFY_QP_FAILED", "NCCL.IB_MODIFY_QP_RETRY")
+                                          and not on_ib):
+            for which in ("gid", "remote_gid"):
+                if gid_family(m.fields.get(which)):
+                    yield which, m.fields[which], m
+        elif m.id == "NCCL.IB_QP_INFO" and m.fields.get("gid_index") is not None:
+            gid = qp_info_gid(m.fields.get("subnet_prefix"), m.fields.get("interface_id"))
+            if gid:
+                yield "gid", gid, m
+
+
+def nccl_link_local_gid(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """A RoCE connection of the run uses a link-local GID (fe80::...): NCCL picked a GID that carries no
+    routable address."""
+    for which, gid, m in _roce_gids(run):
+        if gid_family(gid) == "link-local":
+            return _at(m, gid=gid, which="local" if which == "gid" else "remote")
+    return None
+
+
+def nccl_gid_shown(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run shows which GIDs its RoCE connections use."""
+    for which, gid, m in _roce_gids(run):
+        return _at(m, gid=gid, family=gid_family(gid))
+    return None
+
+
+# -- MTU -----------------------------------------------------------------------------------------------------
+
+IBV_MTU = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+
+
+def nccl_mtu_differs(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The QP lines of the input (every rank's "NET/IB: ... mtu N") report different port MTUs."""
+    seen: Dict[int, Message] = {}
+    for r in _input_runs(run, ctx):
+        for m in _nccl_messages(r):
+            if m.id == "NCCL.IB_QP_INFO" and str(m.fields.get("mtu", "")).isdigit():
+                seen.setdefault(int(m.fields["mtu"]), m)
+    if len(seen) < 2:
+        return None
+    values = sorted(seen)
+    return _at(seen[values[-1]], mtus=" and ".join(f"{IBV_MTU.get(v, v)}" for v in values))
+
+
+# -- completions ---------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _wc_names() -> Dict[int, str]:
+    with open(WC_STATUS, "rb") as f:
+        return {s["number"]: s["name"] for s in tomllib.load(f).get("status", [])}
+
+
+def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run's first failed completion that is not a flush (status 5 only follows another error), else its
+    first: status, name, vendor_err, peer, gid, remote_gid, device, line."""
+    errors = [m for m in run.messages if m.id == "NCCL.IB_WC_ERROR" and str(m.fields.get("status", "")).isdigit()]
+    if not errors:
+        return None
+    first = next((m for m in errors if int(m.fields["status"]) != 5), errors[0])
+    status = int(first.fields["status"])
+    info = {k: first.fields.get(k) for k in ("vendor_err", "peer", "gid", "remote_gid", "device")}
+    info.update({"status": status, "name": first.fields.get("status_name") or _wc_names().get(status, f"status {status}"),
+                 "line": first.line, "source": first.source, "quote": first.text, "count": len(errors)})
+    return info
+
+
+# -- GPUDirect RDMA ------------------------------------------------------------------------------------------
+
+def nccl_gdr_in_use(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run shows GPUDirect RDMA in use: a channel "via NET/IB/0/GDRDMA" or "GPU Direct RDMA Enabled"."""
+    for m in _nccl_messages(run):
+        if (m.id == "NCCL.CHANNEL_VIA_NET" and m.fields.get("gdr")) or \
+                (m.id in ("NCCL.GDR_HCA", "NCCL.GDR_PATH") and m.fields.get("gdr_state") == "Enabled"):
+            return _at(m)
+    return None
+
+
+def nccl_gdr_disabled(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """NCCL said GPUDirect RDMA is disabled for a NIC (and showed no channel using it)."""
+    if nccl_gdr_in_use(run, ctx):
+        return None
+    for m in _nccl_messages(run):
+        if m.id in ("NCCL.GDR_HCA", "NCCL.GDR_PATH") and m.fields.get("gdr_state") == "Disabled":
+            return _at(m, device=m.fields.get("device") or m.fields.get("hca"))
+    return None
+
+
+# -- sockets -------------------------------------------------------------------------------------------------
+
+# NCCL's last resorts when NCCL_SOCKET_IFNAME is not set (src/misc/socket.cc ncclFindInterfaces()): after
+# ib*, the NCCL_COMM_ID subnet and any other interface, it takes docker*, then lo, then virbr*.
+_LAST_RESORT = re.compile(r"^(?:\[\d+\])?(docker\d*|lo|virbr\d*)$")
+
+
+def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """NCCL's out-of-band (bootstrap or socket transport) interface is docker*, lo or virbr*: host-local
+    interfaces the other hosts cannot reach."""
+    for m in _nccl_messages(run):
+        if m.id in ("NCCL.BOOTSTRAP_USING", "NCCL.SOCKET_USING", "NCCL.IB_USING"):
+            netdev = m.fields.get("netdev") or ""
+            hit = _LAST_RESORT.match(netdev)
+            if hit:
+                return _at(m, netdev=hit.group(1), address=(m.fields.get("address") or "").split("<")[0])
+    return None
+
+
+# -- what else the input shows ---------------------------------------------------------------------------------
+
+def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The input shows a small locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
+    run, or the facts (check's, or those the paste shows) of a limit below 1 GiB that applies."""
+    for r in ctx.get("runs") or [run]:
+        for m in r.messages:
+            # libibverbs' check_memlock_limit() warning, in the verbs catalogue or in perftest's (D13)
+            size = m.fields.get("size") or m.fields.get("bytes")
+            if m.id in ("VERBS.MEMLOCK_LOW", "D13") and size:
+                return _at(m, limit=f"{size} bytes")
+    memlock = ((ctx.get("facts_view") or {}).get("memlock") or {})
+    soft = memlock.get("soft")
+    # NCCL pins buffers per channel and per peer: hundreds of MiB on a large job; a limit of 1 GiB or more is
+    # not the clue
+    if memlock.get("known") and not memlock.get("unlimited") and not memlock.get("exempt") and soft and soft < 1 << 30:
+        return {"line": None, "source": "facts", "quote": f"memlock.soft = {soft}", "limit": f"{soft} bytes"}
+    return None
+
+
+def nccl_verbs_driver_warning(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """libibverbs warned in this input that it could not load a provider library ("couldn't load driver")
+    or found no provider for a device."""
+    for r in ctx.get("runs") or [run]:
+        for m in r.messages:
+            # libibverbs' provider warnings, in the verbs catalogue or in perftest's (D14, D15)
+            if m.id in ("VERBS.DRIVER_LOAD_FAILED", "VERBS.NO_USERSPACE_DRIVER", "D14", "D15"):
+                driver = m.fields.get("driver") or m.fields.get("device") or m.fields.get("path") or ""
+                return _at(m, driver=driver.strip("'"))
+    return None
+
+
+FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
+    f.__name__: f for f in (nccl_release, nccl_release_high, nccl_release_low, nccl_default_gid_index_zero,
+                            nccl_ignores_nvidia_peermem, nccl_detects_nvidia_peermem, nccl_on_roce, nccl_on_ib,
+                            nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
+                            nccl_gdr_disabled, nccl_oob_last_resort, nccl_memlock_clue, nccl_verbs_driver_warning)
+}
+
+FIELDS_OF: Dict[str, Tuple[str, ...]] = {
+    "nccl_release": ("low", "high", "name", "line", "exact"),
+    "nccl_default_gid_index_zero": ("line", "release"),
+    "nccl_ignores_nvidia_peermem": ("line", "release"),
+    "nccl_detects_nvidia_peermem": ("line", "release"),
+    "nccl_on_roce": ("line",),
+    "nccl_on_ib": ("line",),
+    "nccl_link_local_gid": ("line", "gid", "which"),
+    "nccl_gid_shown": ("line", "gid", "family"),
+    "nccl_mtu_differs": ("line", "mtus"),
+    "nccl_completion": ("status", "name", "vendor_err", "peer", "gid", "remote_gid", "device", "line", "count"),
+    "nccl_gdr_in_use": ("line",),
+    "nccl_gdr_disabled": ("line", "device"),
+    "nccl_oob_last_resort": ("line", "netdev", "address"),
+    "nccl_memlock_clue": ("line", "limit"),
+    "nccl_verbs_driver_warning": ("line", "driver"),
+}

@@ -1,0 +1,301 @@
+"""The commands under hostile input and faults: files written safely, terminals that cannot be driven by what
+they show, fix commands that run what they say, and bad input that ends in one line and exit 3."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from rdmadoctor.runtime import jsonio
+from tests.probe.helpers import running_agent
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "fixtures" / "handwritten" / "seed-qp-mismatch"
+FACTS = ROOT / "fixtures" / "facts" / "lab" / "bookworm" / "facts-root.json"
+ESCAPES = ("\x1b", "\x9b", "\x9d", "\u202e", "\x07", "\x00")
+
+
+def run(*args, stdin=None, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "rdmadoctor", *args], input=stdin, capture_output=True, cwd=ROOT,
+                          timeout=timeout, env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
+
+
+def one_line_error(result, progress: str = "") -> str:
+    err = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err, err
+    lines = [l for l in err.splitlines() if l.strip() and not (progress and l.startswith(progress))]
+    assert len(lines) == 1 and lines[0].startswith("rdmadoctor: "), err
+    return lines[0]
+
+
+# -- 8. files -------------------------------------------------------------------------------------------
+
+def test_save_never_writes_through_a_planted_link_and_is_private(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    save = tmp_path / "facts.json"
+    os.symlink(victim, str(save) + ".tmp")                    # the attacker's guess at the temporary name
+    result = run("check", "--sample", "0", "--save", str(save), "--json", timeout=180)
+    assert result.returncode in (0, 1, 2, 3), result.stderr
+    assert victim.read_text() == "precious\n"
+    assert stat.S_IMODE(save.stat().st_mode) == 0o600
+    jsonio.validate(json.loads(save.read_text()), "facts", "saved facts")
+    # a link planted at the name itself is refused, not followed
+    html = tmp_path / "report.html"
+    os.symlink(victim, html)
+    result = run("explain", "--html", str(html), str(SEED / "server.log"), str(SEED / "client.log"))
+    assert result.returncode == 3 and "symbolic link" in one_line_error(result)
+    assert victim.read_text() == "precious\n"
+
+
+def test_every_file_written_is_for_its_owner_only(tmp_path):
+    html, out = tmp_path / "r.html", tmp_path / "r.json"
+    result = run("explain", "--json", "--html", str(html), str(SEED / "server.log"), str(SEED / "client.log"))
+    assert result.returncode == 2
+    assert stat.S_IMODE(html.stat().st_mode) == 0o600
+    out.write_bytes(result.stdout)
+    report = tmp_path / "again.html"
+    assert run("report", str(out), "-o", str(report)).returncode == 2
+    assert stat.S_IMODE(report.stat().st_mode) == 0o600
+    from rdmadoctor.bench import results
+    from rdmadoctor.views.bench import BenchResult
+    sweep = BenchResult(peer="192.0.2.2", started="2026-01-01T00:00:00+00:00", link_rate_gbps=None)
+    results.save_json(sweep, tmp_path / "b.json")
+    results.save_csv(sweep, tmp_path / "b.csv")
+    for name in ("b.json", "b.csv"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_redact_applies_to_json_and_save(tmp_path):
+    doc = json.loads(FACTS.read_text())
+    hostname = doc["host"]["hostname"]
+    result = run("check", "--from", str(FACTS), "--json", "--redact")
+    text = result.stdout.decode()
+    assert result.returncode in (0, 1, 2, 3) and text
+    assert hostname not in text and not re.search(r"\b192\.0\.2\.\d+\b", text)
+    result = run("check", "--sample", "0", "--save", str(tmp_path / "f.json"), "--redact", timeout=180)
+    saved = json.loads((tmp_path / "f.json").read_text())
+    assert saved["host"]["hostname"] in (None, "") or saved["host"]["hostname"].startswith("host-")
+    assert socket.gethostname() not in (tmp_path / "f.json").read_text()
+
+
+# -- 9. terminals ----------------------------------------------------------------------------------------
+
+def test_control_characters_from_input_never_reach_the_terminal(tmp_path):
+    evil = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x9b31m\u202etxt.exe"
+    log = tmp_path / "client.log"
+    log.write_text((SEED / "client.log").read_text().replace("Couldn't", evil + " Couldn't"))
+    for args in (("explain", str(SEED / "server.log"), str(log)), ("explain", "-v", str(log)),
+                 ("explain", str(tmp_path / ("missing" + evil)))):
+        result = run(*args)
+        out = result.stdout.decode() + result.stderr.decode()
+        assert not any(c in out for c in ESCAPES), (args, out[:500])
+    facts = json.loads(FACTS.read_text())
+    facts["sections"]["kernel"]["reason"] = evil
+    facts["sections"]["devices"] = {"status": "unavailable", "reason": evil, "unreadable": []}
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    result = run("check", "--from", str(path))
+    out = result.stdout.decode() + result.stderr.decode()
+    assert "\\x1b" in out and not any(c in out for c in ESCAPES), out[:2000]
+
+
+# -- 10. fix commands ------------------------------------------------------------------------------------
+
+def test_a_fix_command_runs_exactly_the_words_it_shows(tmp_path):
+    server = (SEED / "server.log").read_text().replace(
+        "ib_write_bw --ib-dev=mlx5_1", "ib_write_bw '--ib-dev=mlx5_1;id' '-p' '18515`touch " +
+        str(tmp_path / "pwned") + "`'", 1)
+    (tmp_path / "server.log").write_text(server)
+    result = run("explain", "--json", str(tmp_path / "server.log"), str(SEED / "client.log"))
+    doc = json.loads(result.stdout)
+    fix = doc["verdict"]["fix"]
+    command = fix.split("On the server: ", 1)[1]
+    argv = next(r for r in doc["runs"] if r["side"] == "server")["command"]["argv"]
+    echoed = subprocess.run(["sh", "-c", 'printf "%s\\n" ' + command], capture_output=True, text=True, timeout=10)
+    assert echoed.returncode == 0
+    words = echoed.stdout.splitlines()
+    assert words[:len(argv)] == argv, (command, words)
+    assert words[len(argv):] == ["--qp=10"]
+    assert not (tmp_path / "pwned").exists()
+    for finding in doc["findings"]:                 # every command between backticks stays one command too
+        for line in finding["fix"]:
+            for code in line.split("`")[1::2]:
+                assert ";id" not in code.replace("';id'", "").replace("mlx5_1;id'", ""), code
+
+
+# -- 11. bad input: one line, exit 3 ---------------------------------------------------------------------
+
+def _write(tmp_path, name, doc) -> str:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+def test_a_mutated_facts_file_is_refused_in_one_line(tmp_path):
+    facts = json.loads(FACTS.read_text())
+    for mutate in (lambda d: d["sections"].__setitem__("devices", True),
+                   lambda d: d["sections"]["devices"]["data"].__setitem__("devices", True),
+                   lambda d: d["sections"]["netlink"]["data"].__setitem__("links", {"eth0": 1}),
+                   lambda d: d["sections"]["ports"]["data"].__setitem__("tcp_listeners", ["x"]),
+                   lambda d: d.__setitem__("host", [])):
+        doc = json.loads(json.dumps(facts))
+        mutate(doc)
+        result = run("check", "--from", _write(tmp_path, "f.json", doc))
+        assert result.returncode == 3, result.stderr
+        assert "does not match" in one_line_error(result) or "facts" in one_line_error(result)
+
+
+def test_deep_json_eio_and_bad_reports_are_refused_in_one_line(tmp_path):
+    deep = "[" * 100000 + "]" * 100000
+    nested = {"schema": "rdmadoctor/1", "command": "explain", "verdict": {"status": "ok", "summary": "x"},
+              "notes": []}
+    inner = nested
+    for _ in range(200):
+        inner["x"] = {}
+        inner = inner["x"]
+    result_doc = json.loads(run("explain", "--json", str(SEED / "server.log"), str(SEED / "client.log")).stdout)
+    result_doc["verdict"] = "ok"
+    cases = [("check", "--from", _write(tmp_path, "deep.json", deep)),
+             ("report", _write(tmp_path, "deep-report.json", deep), "-o", str(tmp_path / "r.html")),
+             ("report", _write(tmp_path, "nested.json", nested), "-o", str(tmp_path / "r.html")),
+             ("report", _write(tmp_path, "verdict.json", result_doc), "-o", str(tmp_path / "r.html")),
+             ("check", "--from", "/proc/self/mem"),
+             ("explain", "/proc/self/mem"),
+             ("report", "/proc/self/mem", "-o", str(tmp_path / "r.html"))]
+    for args in cases:
+        result = run(*args)
+        assert result.returncode == 3, (args, result.stderr)
+        one_line_error(result)
+
+
+def test_no_space_on_stdout_and_a_closed_pipe(tmp_path):
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run([sys.executable, "-m", "rdmadoctor", "explain", "--json", str(SEED / "server.log"),
+                                 str(SEED / "client.log")], stdout=full, stderr=subprocess.PIPE, cwd=ROOT,
+                                timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 3 and "No space left" in one_line_error(result)
+    for args in (("explain", "--json"), ("explain",)):
+        proc = subprocess.Popen([sys.executable, "-m", "rdmadoctor", *args, str(SEED / "server.log"),
+                                 str(SEED / "client.log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        proc.stdout.close()                                   # `| head -0`: the reader is gone
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err                      # the diagnosis's code, not 1 or 120
+        assert b"Traceback" not in err and b"Exception ignored" not in err, err
+
+
+def test_no_space_on_a_file_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from rdmadoctor import cli
+    real_write = os.write
+
+    def full(fd, data):
+        if fd > 2:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    monkeypatch.setattr(sys, "argv", ["rdmadoctor", "explain", "--html", str(tmp_path / "r.html"),
+                                      str(SEED / "server.log"), str(SEED / "client.log")])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == 3
+    assert "No space left" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _hostile(client, port):
+    return {"schema": "rdmadoctor-facts/1", "host": {"hostname": "evil"}, "sections": {"devices": True}}
+
+
+def test_a_hostile_peer_agent_gives_one_line_and_exit_3():
+    with running_agent(facts=_hostile) as (_, port):
+        result = run("check", "--peer", "127.0.0.1", "--agent-port", str(port), "--sample", "0", timeout=180)
+    assert result.returncode == 3, result.stderr
+    assert "not valid" in one_line_error(result)
+
+
+class FakeBenchAgent:
+    """Answers hello as a perftest agent and then perftest with the wrong types."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.one, args=(conn,), daemon=True).start()
+
+    def one(self, conn):
+        f = conn.makefile("rwb")
+        try:
+            for line in f:
+                req = json.loads(line)
+                op = req["op"]
+                if op == "hello":
+                    out = {"v": 2, "id": req["id"], "ok": True, "agent": "rdmadoctor", "protocol": 2, "auth": "none",
+                           "perftest": True, "ops": ["hello", "perftest"]}
+                elif op == "perftest":
+                    out = {"v": 2, "id": req["id"], "ok": True, "handle": "one", "port": "18520", "argv": 7}
+                else:
+                    out = {"v": 2, "id": req.get("id"), "ok": True}
+                f.write((json.dumps(out) + "\n").encode())
+                f.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            conn.close()
+
+
+def test_bench_answers_of_the_wrong_types_give_one_line_and_exit_3():
+    agent = FakeBenchAgent()
+    result = run("bench", "--peer", "127.0.0.1", "--agent-port", str(agent.port), "--qp", "1", timeout=180)
+    assert result.returncode == 3, result.stderr
+    assert "answer to perftest" in one_line_error(result, progress="bench: ")
+    agent.sock.close()
+
+
+# -- the JSON rdmadoctor writes matches its schemas ------------------------------------------------------
+
+def test_every_json_output_matches_its_schema(tmp_path):
+    import tools.snapshot as snapshot
+    from rdmadoctor.collectors import load_facts
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.render import json_out
+    count = 0
+    for name, logs in snapshot.log_sets().items():
+        doc = json_out.to_dict(diagnose.explain(parse_paths([str(p) for p in logs])))
+        assert not jsonio.errors(json.loads(json.dumps(doc, default=str)), "result"), name
+        count += 1
+    for path in sorted((ROOT / "fixtures").rglob("*.json")):
+        try:
+            raw = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(raw, dict) and raw.get("schema") == "rdmadoctor-facts/1":
+            facts = load_facts(path)
+            doc = json_out.to_dict(diagnose.check(facts, None, facts["host"].get("peer")))
+            assert not jsonio.errors(json.loads(json.dumps(doc, default=str)), "result"), path
+            count += 1
+        elif isinstance(raw, dict) and raw.get("schema") in ("rdmadoctor-bench/1", "rdmadoctor/1"):
+            assert not jsonio.errors(raw, "bench" if raw["schema"].startswith("rdmadoctor-bench") else "result"), path
+    assert count > 100
+    live = run("check", "--sample", "0", "--json", timeout=180)
+    assert not jsonio.errors(json.loads(live.stdout), "result")
