@@ -49,7 +49,7 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: int = 0) ->
         source = _Source(name, classifier, pre)
         flattened_before = classifier.flattened
         source.read(reader)
-        source_runs = _fold_version_queries(source.builder.finish())
+        source_runs = [r for r in _fold_version_queries(source.builder.finish()) if not _lone_header_field(r)]
         source_runs += source.others.finish(source.settings, source_runs)
         source_runs.sort(key=lambda r: r.first_line)
         reader.text.flattened = classifier.flattened - flattened_before
@@ -270,6 +270,13 @@ class _Source:
             self.others.message(number, producer, message)
             self.active = producer
         return True
+
+
+def _lone_header_field(run: Run) -> bool:
+    """One "Device : x"-like field and nothing else of perftest's output: another program's line that happens to
+    look like a header field (a device plugin's JSON, a listing), not a perftest run."""
+    return (len(run.header) < 2 and not (run.command or run.test_name or run.banner_line or run.messages
+                                         or run.results or run.addresses or run.result_header_line))
 
 
 def _may_name_a_tool(line: str) -> bool:

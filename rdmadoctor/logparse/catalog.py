@@ -94,6 +94,8 @@ def compile_template(template: str) -> str:
         parts.append(_literal_regex(template[pos:ph.start()]))
         name, kind = ph.group(1), ph.group(2)
         body = _LEADING_TEXT if (kind == "text" and ph.start() == 0) else _TYPES[kind]
+        if kind in (None, "word") and template[ph.end():ph.end() + 1] in ("'", '"', "\u2019"):
+            body = r"[^\s'\u2019\"]+"          # '{driver}': the token stops at its closing quote
         parts.append(f"(?P<{name}>{body})")
         pos = ph.end()
     parts.append(_literal_regex(template[pos:]))
