@@ -112,6 +112,7 @@ HOST: Dict[str, Any] = {
              "is_local": "the address is this host's own", "via_rdma_netdev": "the route leaves through an RDMA netdev",
              "rdma_netdevs": ["a netdev under an RDMA port"], "neighbour": "the neighbour entry's state"},
     "probe": "@probe",
+    "agent": {"*": "the peer agent's answer to hello (version, protocol, bind address ...): under `remote` only"},
     "remote": VIEW,
     "pair": "@pair",
 }
