@@ -7,6 +7,8 @@ symptoms are left, the verdict says so (`unknown`) and names the candidates and 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -182,13 +184,19 @@ def reflow(text: str) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
+def _digest(item: Any) -> str:
+    """A stable name for an item with no label: the same item gives the same key on every run."""
+    text = json.dumps(item, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
 def _default_key(scope: Scope) -> str:
     parts = []
     for run in (scope.run, scope.server, scope.client):
         if run is not None:
             parts.append(f"{run.source}#{run.index}")
     if scope.item is not None:
-        parts.append(str(scope.item.get("label") or scope.item.get("name") or id(scope.item)))
+        parts.append(str(scope.item.get("label") or scope.item.get("name") or _digest(scope.item)))
     return "|".join(parts) or "input"
 
 

@@ -251,7 +251,13 @@ def build(directories: Sequence[Path], check_names: bool = True) -> Table:
 
 @lru_cache(maxsize=8)
 def _load(directories: Tuple[str, ...]) -> Table:
-    return build([rules_dir(), *map(Path, directories)])
+    """Built once per change of the rule files (or of the code and catalogues that check them): runtime/cache.py."""
+    from rdmadoctor.runtime import cache
+    dirs = [rules_dir(), *map(Path, directories)]
+    package = Path(__file__).resolve().parent.parent
+    files = [p for d in dirs for p in Path(d).glob("*.toml")] + list(package.rglob("*.py")) + \
+        list((package / "knowledge" / "messages").iterdir())
+    return cache.cached("rules", files, lambda: build(dirs))
 
 
 def load(extra: Iterable[str] = ()) -> Table:

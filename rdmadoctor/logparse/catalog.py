@@ -94,6 +94,8 @@ def compile_template(template: str) -> str:
         parts.append(_literal_regex(template[pos:ph.start()]))
         name, kind = ph.group(1), ph.group(2)
         body = _LEADING_TEXT if (kind == "text" and ph.start() == 0) else _TYPES[kind]
+        if kind in (None, "word") and template[ph.end():ph.end() + 1] in ("'", '"', "\u2019"):
+            body = r"[^\s'\u2019\"]+"          # '{driver}': the token stops at its closing quote
         parts.append(f"(?P<{name}>{body})")
         pos = ph.end()
     parts.append(_literal_regex(template[pos:]))
@@ -301,7 +303,16 @@ def result_ids(catalog: "Catalog") -> frozenset:
 
 @lru_cache(maxsize=1)
 def load() -> Catalog:
-    return Catalog(_curated() + _generated())
+    """Every catalogue's patterns, built once per change of the catalogue files (runtime/cache.py)."""
+    from rdmadoctor.runtime import cache
+    files = [*catalogue_files(), MESSAGES / "perftest_strings.tsv", Path(__file__)]
+    fields = cache.cached("catalog", files, lambda: [_fields(p) for p in _curated() + _generated()])
+    return Catalog([Pattern(*f) for f in fields])
+
+
+def _fields(p: Pattern) -> tuple:
+    return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
+            p.producer, p.result)
 
 
 def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:

@@ -77,7 +77,8 @@ _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-
 SETTING_PREFIXES = ("NCCL_", "UCX_", "FI_", "OMPI_MCA_", "PMIX_MCA_", "UCC_", "MLX5_", "RDMAV_", "IBV_", "HCOLL_",
                     "PSM3_", "PSM2_", "I_MPI_", "MPICH_", "NVSHMEM_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES",
                     "RDMADOCTOR_")
-_SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Z0-9_]*)="
+# Open MPI's parameter names are lower case (OMPI_MCA_btl_tcp_if_include=eth0)
+_SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Za-z0-9_]*)="
                          r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s;|&]*)")
 _MCA_RE = re.compile(r"(?<![\w-])--?mca\s+(?P<name>[\w.-]+)\s+(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
 _SETTING_HINT = re.compile(r"=|mca", re.IGNORECASE)

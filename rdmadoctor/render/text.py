@@ -36,6 +36,10 @@ _TOKENS = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff
                      r"\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+|\s+")
 
 
+_NO_LINE_START = frozenset("，。、；：）」』！？”’》】〉")
+_NO_LINE_END = frozenset("（「『“‘《【〈")
+
+
 def _t(value: object, keep_newlines: bool = False) -> str:
     return printable("" if value is None else value, keep_newlines)
 
@@ -62,11 +66,15 @@ def wrap(text: str, width: int, first: str = "", rest: Optional[str] = None) -> 
                 used += 1
             continue
         size = cell_len(token)
-        if line and used + size > width and line.strip():
+        # Chinese closing punctuation never starts a line: it stays with the character before it
+        if line and used + size > width and line.strip() and token not in _NO_LINE_START:
             lines.append(prefix + line.rstrip())
             prefix, line, used = rest, "", cell_len(rest)
         line += token
         used += size
+        if token in _NO_LINE_END and used >= width - 1:
+            lines.append(prefix + line[:-len(token)].rstrip())      # an opening mark goes with what follows
+            prefix, line, used = rest, token, cell_len(rest) + size
     if line.strip() or not lines:
         lines.append(prefix + line.rstrip())
     return lines

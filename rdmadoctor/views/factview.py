@@ -61,6 +61,16 @@ def _gid_view(g: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
             "ipv4": g.get("ipv4"), "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
 
 
+def _lossless(q: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The port's netdev's PFC priorities, link-level pause and trust state (None: not read)."""
+    q = q or {}
+    pfc = q.get("pfc")
+    pause = q.get("pause") or {}
+    return {"pfc": (pfc or {}).get("enabled") if isinstance(pfc, dict) else None,
+            "pause": (bool(pause.get("rx")) or bool(pause.get("tx"))) if pause else None,
+            "trust": q.get("trust")}
+
+
 def build(facts: Dict[str, Any], peer: Optional[str] = None,
           port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
@@ -74,6 +84,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
     firewall = _data(facts, "firewall")
     listeners = _data(facts, "ports")
     pci = _data(facts, "pci")
+    qos = {q.get("netdev"): q for q in _data(facts, "qos").get("links") or [] if isinstance(q, dict)}
 
     links = {link.get("ifname"): link for link in netlink.get("links") or [] if link.get("ifname")}
     ipv4: Dict[Any, List[Any]] = {}
@@ -117,6 +128,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
                          for g in gids] if p.get("gids") is not None else None,
                 "named": p.get("named"),
                 "gid_selected": _gid_view(p.get("gid_selected")),
+                **_lossless(qos.get(netdev)),
                 "counter_deltas": p.get("counter_deltas") or {},
                 "retries": sum(v for k, v in (p.get("counter_deltas") or {}).items()
                                if isinstance(v, (int, float)) and any(w in k for w in ("retry", "timeout", "seq_err",

@@ -51,7 +51,8 @@ def results(run: Run, ctx) -> int:
     """How many measurements the run printed: perftest's real result rows, and the lines another producer
     prints when it measured something (a catalogue entry with `result = true`)."""
     measured = catalog.result_ids(catalog.load())
-    return len(real_rows(run)) + sum(1 for m in run.messages if m.id in measured)
+    rows = run.row_summary["real_rows"] if run.row_summary else len(real_rows(run))     # run.results keeps some
+    return rows + sum(1 for m in run.messages if m.id in measured)
 
 
 def completed(run: Run, ctx) -> bool:
@@ -164,6 +165,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
 }
 
 from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+from rdmadoctor.views import ucxompi as _uo; FEATURES.update(_uo.FEATURES); FIELDS_OF.update(_uo.FIELDS_OF)  # noqa: E402,E702
 
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:

@@ -124,9 +124,9 @@ def _first_row(attribute: str, column: str) -> Reader:
 
 
 def _units_in_results(run: Run) -> Optional[Value]:
-    units = {r.unit for r in run.results if r.unit}
+    units = [r.unit for r in run.results if r.unit]
     if run.result_header_line and units:
-        unit = units.pop()
+        unit = units[0]                 # the first table's unit (a second table is the remote side's report)
         return Value("Gb/sec" if unit == "Gb/sec" else "MB/sec", "results", run.result_header_line,
                      f"result table in {unit}")
     return None

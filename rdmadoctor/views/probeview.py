@@ -128,6 +128,8 @@ def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
 
     item("netdev_mtu", "netdev MTU", (lp or {}).get("netdev_mtu"), (rp or {}).get("netdev_mtu"))
     item("active_mtu", "active RDMA MTU", (lp or {}).get("active_mtu"), (rp or {}).get("active_mtu"))
+    item("pfc", "PFC priorities", (lp or {}).get("pfc"), (rp or {}).get("pfc"))
+    item("trust", "trust state", (lp or {}).get("trust"), (rp or {}).get("trust"))
     item("link_layer", "link layer", (lp or {}).get("link_layer"), (rp or {}).get("link_layer"))
     item("gid_type", "GID type of the address used", gid_type(lp, l_src), gid_type(rp, r_src))
     item("subnet", "IP subnet", _subnet(facts, l_src), _subnet(remote_facts, r_src))

@@ -80,6 +80,9 @@ HOST: Dict[str, Any] = {
         "gid_selected": dict(_GID_ENTRY, index="the GID index the paste's runs chose (perftest -x, ibv_*_pingpong -g, "
                                               "NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX), when the paste lists it"),
         "counter_deltas": {"*": "a port counter's change between the two samples"},
+        "pfc": ["a priority with PFC enabled on the port's netdev (None: not read)"],
+        "pause": "link-level pause is on, receive or transmit (None: not read)",
+        "trust": "the netdev's trust state, pcp or dscp (None: not read)",
         "retries": "sum of the retry, timeout and sequence-error counter changes",
     }],
     "uverbs_nodes": [_GID_NODE], "uverbs_denied": [_GID_NODE], "rdma_cm_node": _GID_NODE,
@@ -111,6 +114,7 @@ HOST: Dict[str, Any] = {
     "perftest": ["@perftest"],
     "peer_perftest": "@peer_perftest",
     "probe": "@probe",
+    "agent": {"*": "the peer agent's answer to hello (version, protocol, bind address ...): under `remote` only"},
     "remote": VIEW,
     "pair": "@pair",
 }
@@ -191,7 +195,8 @@ PAIR: Dict[str, Any] = {
     "local_port": "@port", "remote_port": "@port", "local_address": "this host's address towards the peer",
     "remote_address": "the peer's address towards this host",
     "netdev_mtu": _PAIR_ITEM, "active_mtu": _PAIR_ITEM, "link_layer": _PAIR_ITEM, "gid_type": _PAIR_ITEM,
-    "subnet": _PAIR_ITEM, "perftest": _PAIR_ITEM, "rdma_core": _PAIR_ITEM,
+    "subnet": _PAIR_ITEM, "perftest": _PAIR_ITEM, "rdma_core": _PAIR_ITEM, "pfc": _PAIR_ITEM,
+    "trust": _PAIR_ITEM,
     "perftest_protocol": dict(_PAIR_ITEM, incompatible="one side older than 5.70, the other 5.92 or newer"),
     "mtu_differs": "the netdev or active MTUs differ", "mtu_text": "the difference, as a sentence",
     "v1_only": "one side has only a RoCE v1 GID for its address",

@@ -75,7 +75,7 @@ def test_fact_and_item():
     assert holds({"fact": "memlock.hard", "op": "unknown"}, Scope([], ctx))
     item = Scope([], ctx, item=ctx["facts_view"]["ports"][0])
     assert holds({"item": "state", "op": "!=", "value": "ACTIVE"}, item)
-    assert item.evidence[0].text == "mlx5_0 port 1 state = 'DOWN'"
+    assert item.evidence[0].text == "mlx5_0 port 1 state = DOWN"
     assert not holds({"item": "state", "op": "==", "value": "ACTIVE"}, Scope([], ctx))   # no item
 
 

@@ -38,8 +38,6 @@ def test_the_view_of_every_recorded_facts_file_is_declared(path):
     assert vocabulary.undeclared(factview.build(load_facts(path))) == []
 
 
-@pytest.mark.xfail(strict=True, reason="probeview adds remote.agent (the peer agent's hello), which the "
-                                       "vocabulary does not declare")
 def test_the_view_of_the_probe_replays_is_declared():
     assert [p.name for p in PROBE_REPLAYS if vocabulary.undeclared(factview.build(load_facts(p)))] == []
 

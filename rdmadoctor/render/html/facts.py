@@ -233,9 +233,26 @@ def _versions(ver: Dict[str, Any]) -> List[Table]:
     return [_table("facts-versions", "Versions", ["component", "version"], rows)]
 
 
+def _qos(qos: Dict[str, Any]) -> List[Table]:
+    links = [_d(x) for x in _l(qos.get("links"))]
+    if not links:
+        return []
+    rows = []
+    for q in links:
+        pfc = _d(q.get("pfc"))
+        pause = _d(q.get("pause"))
+        rows.append([q.get("netdev"),
+                     "not read" if not pfc else (", ".join(_s(p) for p in _l(pfc.get("enabled"))) or "none"),
+                     "not read" if not pause else f"rx {'on' if pause.get('rx') else 'off'}, "
+                                                  f"tx {'on' if pause.get('tx') else 'off'}",
+                     _s(q.get("trust")) or "not read"])
+    return [_table("facts-qos", "Lossless Ethernet (PFC, pause, trust)", ["netdev", "PFC priorities", "pause",
+                                                                          "trust"], rows)]
+
+
 TablesOf = Callable[[Dict[str, Any]], List[Table]]
 # (section, its tables), in the order the report shows them
 SECTION_TABLES: Sequence[Tuple[str, TablesOf]] = (
     ("devices", _devices), ("netlink", _network), ("firewall", _firewall), ("limits", _limits),
-    ("ports", _listeners), ("kernel", _kernel), ("pci", _pci), ("versions", _versions),
+    ("ports", _listeners), ("kernel", _kernel), ("pci", _pci), ("qos", _qos), ("versions", _versions),
 )
