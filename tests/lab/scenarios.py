@@ -232,28 +232,33 @@ SCENARIOS: List[Scenario] = [
         "send-size-client-larger", "ib_send_bw, client -s 65536, server -s 1024",
         faulty="both", fault="the client's SENDs are larger than the server's receive buffers",
         server=_srv("ib_send_bw -d rxe0 -s 1024 %s" % TINY), client=_cli("ib_send_bw -d rxe0 -s 65536 %s" % TINY),
-        client_timeout=20, pairs=("bookworm",), expect_explain="option-mismatch",
+        client_timeout=20, server_lines=("Failed status 2: wr_id 0",), client_lines=("Failed status 11: wr_id 0",),
+        pairs=("bookworm",), expect_explain="option-mismatch",
         notes="Completion statuses: the receiver's receive queue and the sender's send queue "
               "(docs/completion-statuses.md)."),
     Scenario(
         "binary-send-server-write-client", "ib_send_bw server, ib_write_bw client",
         faulty="both", fault="different test binaries: the send server's buffer has no remote write access",
         server=_srv("ib_send_bw -d rxe0 %s" % TINY), client=_cli("%s %s" % (WB, TINY)), client_timeout=20,
+        server_lines=(READ_KEYS,), client_lines=("Failed status 10: wr_id 0",),
         pairs=("bookworm",), expect_explain="option-mismatch"),
     Scenario(
         "binary-send-server-read-client", "ib_send_bw server, ib_read_bw client",
         faulty="both", fault="different test binaries: the send server's QP is not opened for RDMA READ",
         server=_srv("ib_send_bw -d rxe0 %s" % TINY), client=_cli("ib_read_bw -d rxe0 %s" % TINY), client_timeout=20,
+        server_lines=(READ_KEYS,), client_lines=("Failed status 9: wr_id 0",),
         pairs=("bookworm",), expect_explain="option-mismatch"),
     Scenario(
         "binary-write-server-atomic-client", "ib_write_bw server, ib_atomic_bw client",
         faulty="both", fault="different test binaries: the write server's QP is not opened for atomics",
         server=_srv("%s %s" % (WB, TINY)), client=_cli("ib_atomic_bw -d rxe0 %s" % TINY), client_timeout=20,
+        server_lines=(READ_KEYS,), client_lines=("Failed status 9: wr_id 0",),
         pairs=("bookworm",), expect_explain="option-mismatch"),
     Scenario(
         "binary-write-server-send-client", "ib_write_bw server, ib_send_bw client",
         faulty="both", fault="different test binaries: the write server posts no receives",
         server=_srv("%s %s" % (WB, TINY)), client=_cli("ib_send_bw -d rxe0 %s" % TINY), client_timeout=20,
+        server_lines=("ethernet_read_data: Couldn't read reports",), client_lines=(RESULTS_HEADER,),
         pairs=("bookworm",), expect_explain="option-mismatch",
         notes="perftest gives RC QPs infinite RNR retries (rnr_retry 7), so no status 13: the sender waits."),
     Scenario(
@@ -261,6 +266,7 @@ SCENARIOS: List[Scenario] = [
         faulty="both", fault="UD messages larger than the server's receive buffers",
         server=_srv("ib_send_bw -d rxe0 -c UD -s 512 %s" % TINY),
         client=_cli("ib_send_bw -d rxe0 -c UD -s 1024 %s" % TINY), client_timeout=20,
+        server_lines=("Failed status 2: wr_id 0",), client_lines=(READ_KEYS,),
         pairs=("bookworm",), expect_explain="option-mismatch",
         notes="UD has no acknowledgements: only the receiver can see that the message did not fit."),
     Scenario(
