@@ -74,3 +74,29 @@ def test_a_matching_server_now_leaves_the_failed_connect_open():
     d = run([server(iters=100)], "firewall-reject-tcp-18515")
     assert d.verdict.cause != "server-not-running"
     assert any(f.rule == "PEER-PERFTEST-WAITING-NOW" for f in d.findings)
+
+
+# recorded live in the lab (tests/lab/test_probe.py, pair bookworm: h2 checks h1 whose agent reports a perftest
+# server), replayed with the same client log
+RECORDED = {
+    "peer-perftest-other-port": ("server-not-running", "option-mismatch", "PEER-PERFTEST-ELSEWHERE",
+                                 "The peer's ib_write_bw on port 18520 with -s 65536 -n 100; this client connects "
+                                 "to 18515"),
+    "peer-perftest-other-size": ("size-client-larger", "option-mismatch", "PEER-PERFTEST-OPTIONS",
+                                 "message size (-s): 1024 on the peer, 65536 here"),
+    "peer-perftest-other-binary": ("binary-write-server-read-client", "option-mismatch", "PEER-PERFTEST-OPTIONS",
+                                   "RDMA operation (test binary): WRITE on the peer, READ here"),
+    "peer-perftest-none": ("server-not-running", "server-not-running", "PEER-PERFTEST-NONE-CONNECT",
+                           "No perftest server runs on 192.0.2.1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_recorded_in_the_lab(name):
+    log, cause, rule, text = RECORDED[name]
+    facts = json.loads((DATA / f"{name}.json").read_text())
+    d = check(facts, parse_paths([str(LAB / log / "client.log")]), "192.0.2.1")
+    assert (d.verdict.cause, d.verdict.rule) == (cause, rule), d.verdict
+    assert text in d.verdict.summary, d.verdict.summary
+    peer_ports = facts["sections"]["peer"]["data"]["facts"]["sections"]["ports"]["data"]
+    assert all("cmdline" not in p and "pid" not in p for p in peer_ports["perftest"])
