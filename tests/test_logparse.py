@@ -221,3 +221,41 @@ def test_result_rows_are_summarised_not_listed():
     assert measured["median_exact"] and 9000.5 <= measured["median"] <= 9100.5
     best = max(run.results, key=lambda r: r.values["bw_avg"])
     assert best.values["bw_avg"] == 9100.5
+
+
+def test_patterns_are_written_as_hyperscan_takes_them():
+    from rdmadoctor.logparse.prefilter import for_hyperscan
+    assert for_hyperscan(r"load driver '(?P<d>[^\s'\u2019\"]+)'$") == "load driver '(?P<d>[^\\s'’\\\"]+)'"
+    assert for_hyperscan(r"a\Z|b$|[$\Z]|\\z|\$") == r"a|b|[$\Z]|\\z|\$"
+
+
+@pytest.fixture(scope="module")
+def hyperscan_prefilter():
+    hs = pytest.importorskip("hyperscan")
+    from rdmadoctor.logparse import prefilter
+    sources = prefilter._sources()
+    flags = sum(getattr(hs, name) for name in prefilter._FLAGS)
+    database = prefilter._database(hs, [prefilter._expression(s) for s, _ in sources], flags)
+    return prefilter.Prefilter(hs, database, [s for s, _ in sources]) if database is not None else None
+
+
+def test_hyperscan_takes_every_pattern_that_makes_a_line_matter(hyperscan_prefilter):
+    """One pattern hyperscan rejects would cost the prefilter a stand-in: every pattern compiles as it is."""
+    assert hyperscan_prefilter is not None
+
+
+def test_the_prefilter_parses_as_every_line_read(hyperscan_prefilter, monkeypatch):
+    from rdmadoctor.logparse import prefilter
+    text = ((SEED / "client.log").read_text() + "kernel: noise 1\n"
+            "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': No such file\n"
+            "ucp_worker.c:1783 UCX  INFO  ep_cfg[1]: tag(rc_mlx5/mlx5_0:1);\n" + " 65536  5000  1.0  1.0  0.1\n" * 5)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = parse_text(text)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    scanned = parse_text(text)
+    assert [(r.first_line, r.last_line, r.tool, [(m.id, m.line, m.fields) for m in r.messages], len(r.results))
+            for r in scanned.runs] == \
+        [(r.first_line, r.last_line, r.tool, [(m.id, m.line, m.fields) for m in r.messages], len(r.results))
+         for r in every_line.runs]
+    assert [m.fields["driver"] for r in scanned.runs for m in r.messages if "driver" in m.fields] == \
+        ["libmlx4-rdmav34.so"]

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import re
 import tempfile
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 # Other modules of logparse that read lines the patterns above do not cover register their own patterns here
 # (as Python regular expressions, searched case-insensitively) before the first scan.
@@ -37,27 +38,40 @@ def register(pattern: str) -> None:
 
 def patterns() -> List[str]:
     """Every pattern a line that matters matches, as Python regular expressions (case-insensitive)."""
+    return [source for source, _ in _sources()]
+
+
+def _sources() -> List[Tuple[str, Optional[str]]]:
+    """(pattern, a literal every line it matches holds, or None): the literal stands in for a pattern hyperscan
+    cannot take (a catalogue pattern only ever meets the lines that hold its keyword: catalog.Catalog.candidates)."""
     from rdmadoctor.logparse import catalog, lines, producers, rows
-    out = [p.source for p in catalog.load().patterns]
-    out += [p.source for p in rows._patterns()] + [rows._SHAPE.pattern]     # result rows of other producers
-    out += [lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern, lines.ADDRESS_RE.pattern,
-            lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern, lines.SIDE_WORDS_RE,
-            producers._TOOL_RE.pattern, producers._SETTING_RE.pattern, producers._MCA_RE.pattern]
-    return out + _EXTRA
+    out: List[Tuple[str, Optional[str]]] = [(p.source, p.keyword or None) for p in catalog.load().patterns]
+    out += [(p.source, p.keyword or None) for p in rows._patterns()] + [(rows._SHAPE.pattern, None)]
+    out += [(s, None) for s in (lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern,
+                                lines.ADDRESS_RE.pattern, lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern,
+                                lines.SIDE_WORDS_RE, producers._TOOL_RE.pattern, producers._SETTING_RE.pattern,
+                                producers._MCA_RE.pattern)]
+    return out + [(s, None) for s in _EXTRA]
 
 
-def _without_end_anchors(source: str) -> str:
-    """`$`, `\\Z` and `\\z` dropped (hyperscan takes no anchor inside a pattern; without them a pattern matches
-    more, never less). Inside a character class `$` is a plain dollar and stays."""
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|.)", re.S)
+
+
+def for_hyperscan(source: str) -> str:
+    """A Python pattern as hyperscan takes it: `$`, `\\Z` and `\\z` dropped (hyperscan takes no anchor inside a
+    pattern; without them a pattern matches more, never less; inside a character class `$` is a plain dollar and
+    stays), and Python's `\\uXXXX` escapes written as the characters themselves (PCRE has no `\\u`)."""
     out, i, in_class = [], 0, False
     while i < len(source):
         c = source[i]
         if c == "\\":
-            if not in_class and source[i + 1:i + 2] in ("Z", "z"):
-                i += 2
-                continue
-            out.append(source[i:i + 2])
-            i += 2
+            m = _ESCAPE.match(source, i)
+            code = m.group(1) or m.group(2) if m else None
+            if code:
+                out.append(re.escape(chr(int(code, 16))))
+            elif in_class or source[i + 1:i + 2] not in ("Z", "z"):
+                out.append(source[i:i + 2])
+            i += len(m.group(0)) if m else 2
             continue
         if in_class:
             if c == "]":
@@ -120,8 +134,9 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
         return None
     if "db" in _LOADED:
         return _LOADED["db"]
-    sources = patterns()
-    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS), *sources]).encode())
+    sources = _sources()
+    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
+                                       *(f"{s}\1{k}" for s, k in sources)]).encode())
     path = _cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = None
     try:
@@ -136,20 +151,46 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
             _LOADED["db"] = None
             return None
         _save(path, hs.dumpb(database))
-    _LOADED["db"] = Prefilter(hs, database, sources)
+    _LOADED["db"] = Prefilter(hs, database, [s for s, _ in sources])
     return _LOADED["db"]
 
 
-def _compile(hs, sources: List[str]):
-    """One database; every pattern reports id 0, so hyperscan reports a line once however many patterns match."""
-    expressions = [b"(?:" + _without_end_anchors(s).encode("utf-8") + b")[^\\n]*\\n" for s in sources]
+def _expression(source: str) -> bytes:
+    return b"(?:" + for_hyperscan(source).encode("utf-8") + b")[^\\n]*\\n"
+
+
+def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
+    """One database; every pattern reports id 0, so hyperscan reports a line once however many patterns match.
+    A pattern hyperscan cannot take, even approximated, is replaced by its literal (a line that holds it reaches
+    the parser), or without one by every line; None when not even that compiles."""
     flags = sum(getattr(hs, name) for name in _FLAGS)
+    expressions = [_expression(source) for source, _ in sources]
+    database = _database(hs, expressions, flags)
+    if database is not None:
+        return database
+    for i in _rejected(hs, expressions, flags):
+        literal = sources[i][1]
+        expressions[i] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
+    return _database(hs, expressions, flags)
+
+
+def _database(hs, expressions: List[bytes], flags: int):
     database = hs.Database(mode=hs.HS_MODE_BLOCK)
     try:
         database.compile(expressions=expressions, ids=[0] * len(expressions), flags=[flags] * len(expressions))
         return database
-    except Exception:       # noqa: BLE001 - one pattern it cannot take: without the prefilter, every line is read
+    except Exception:       # noqa: BLE001 - hyperscan.error, or a resource limit
         return None
+
+
+def _rejected(hs, expressions: List[bytes], flags: int, offset: int = 0) -> List[int]:
+    """The indexes of the expressions hyperscan rejects (its error does not say which): halves, recursively."""
+    if not expressions or _database(hs, expressions, flags) is not None:
+        return []
+    if len(expressions) == 1:
+        return [offset]
+    half = len(expressions) // 2
+    return _rejected(hs, expressions[:half], flags, offset) + _rejected(hs, expressions[half:], flags, offset + half)
 
 
 def _save(path: Path, blob: bytes) -> None:
