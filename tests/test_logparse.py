@@ -224,8 +224,10 @@ def test_result_rows_are_summarised_not_listed():
 
 
 def test_patterns_are_written_as_hyperscan_takes_them():
+    """Hyperscan has no \\u escape; it scans a block, where a blank or a negated class must not reach the next line."""
     from rdmadoctor.logparse.prefilter import for_hyperscan
-    assert for_hyperscan(r"load driver '(?P<d>[^\s'\u2019\"]+)'$") == "load driver '(?P<d>[^\\s'’\\\"]+)'"
+    assert for_hyperscan(r"driver '(?P<d>[^\s'\u2019\"]+)'$") == "driver '(?P<d>[^\\n\\s'’\\\"]+)'"
+    assert for_hyperscan(r"a\s+[\s,][^]a]") == r"a[\t\x0b\x0c\r ]+[\t\x0b\x0c\r ,][^]\na]"
     assert for_hyperscan(r"a\Z|b$|[$\Z]|\\z|\$") == r"a|b|[$\Z]|\\z|\$"
 
 

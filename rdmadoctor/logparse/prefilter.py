@@ -55,13 +55,17 @@ def _sources() -> List[Tuple[str, Optional[str]]]:
 
 
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|.)", re.S)
+# A blank within one line: hyperscan scans a whole block, where \s and a negated class would also match a newline and
+# carry a match (and the automaton's work) from line to line
+_BLANK, _BLANKS_IN_CLASS = r"[\t\x0b\x0c\r ]", r"\t\x0b\x0c\r "
 
 
 def for_hyperscan(source: str) -> str:
-    """A Python pattern as hyperscan takes it: `$`, `\\Z` and `\\z` dropped (hyperscan takes no anchor inside a
-    pattern; without them a pattern matches more, never less; inside a character class `$` is a plain dollar and
-    stays), and Python's `\\uXXXX` escapes written as the characters themselves (PCRE has no `\\u`)."""
-    out, i, in_class = [], 0, False
+    """A Python pattern as hyperscan takes it, for lines of a block: `$`, `\\Z` and `\\z` dropped (hyperscan takes no
+    anchor inside a pattern; without them a pattern matches more, never less; inside a character class `$` is a plain
+    dollar and stays); Python's `\\uXXXX` escapes written as the characters themselves (PCRE has no `\\u`); blanks and
+    negated classes kept from matching a newline (a line's own matches are the same)."""
+    out, i, in_class, negated = [], 0, False, False
     while i < len(source):
         c = source[i]
         if c == "\\":
@@ -69,23 +73,28 @@ def for_hyperscan(source: str) -> str:
             code = m.group(1) or m.group(2) if m else None
             if code:
                 out.append(re.escape(chr(int(code, 16))))
+            elif source[i + 1:i + 2] == "s" and not negated:
+                out.append(_BLANKS_IN_CLASS if in_class else _BLANK)
             elif in_class or source[i + 1:i + 2] not in ("Z", "z"):
                 out.append(source[i:i + 2])
             i += len(m.group(0)) if m else 2
             continue
         if in_class:
             if c == "]":
-                in_class = False
+                in_class = negated = False
         elif c == "[":
             in_class = True
             out.append(c)
             i += 1
             if source[i:i + 1] == "^":
+                negated = True
                 out.append("^")
                 i += 1
             if source[i:i + 1] == "]":
                 out.append("]")
                 i += 1
+            if negated:
+                out.append("\\n")
             continue
         elif c == "$":
             i += 1
@@ -136,7 +145,7 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
         return _LOADED["db"]
     sources = _sources()
     digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
-                                       *(f"{s}\1{k}" for s, k in sources)]).encode())
+                                       *(f"{for_hyperscan(s)}\1{k}" for s, k in sources)]).encode())
     path = _cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = None
     try:

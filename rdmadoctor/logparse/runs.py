@@ -263,6 +263,7 @@ class RunBuilder:
     def __init__(self, source: str):
         self.source = source
         self.runs: List[Run] = []
+        self._healthy: List[Run] = []      # the kept runs without an error, in order (what a failure may replace)
         self.dropped_runs = 0
         self.current: Optional[Run] = None
         self.result_kind: Optional[str] = None
@@ -309,23 +310,39 @@ class RunBuilder:
         self.current = None
         if run is None or not self._has_content(run):
             return
+        failed = any(m.kind == "error" for m in run.messages)
         if len(self.runs) < MAX_RUNS:
             self.runs.append(run)
+            if not failed:
+                self._healthy.append(run)
             stats = self._stats.get(id(run))
             if stats is not None and run is not self.partner and run is not self.background:
                 stats.freeze()
             return
         self.dropped_runs += 1
-        if any(m.kind == "error" for m in run.messages):
+        if failed:
             # a failure anywhere counts: it takes the place of the last kept run that only printed results
-            healthy = next((i for i in range(len(self.runs) - 1, -1, -1) if self._rows(self.runs[i])
-                            and not any(m.kind == "error" for m in self.runs[i].messages)), None)
-            if healthy is not None:
-                self._forget(self.runs[healthy])
-                del self.runs[healthy]
+            found = self._last_healthy()
+            if found is not None:
+                healthy = self._healthy.pop(found)
+                self._forget(healthy)
+                del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is healthy)]
                 self.runs.append(run)
                 return
         self._forget(run)
+
+    def _last_healthy(self) -> Optional[int]:
+        """Where in `_healthy` the last kept run without an error that printed results is. A kept run's messages are
+        final, and so are its rows unless it is the background run or its partner (their lines interleave): a run
+        without rows that is neither is left out of later searches."""
+        healthy = self._healthy
+        for i in range(len(healthy) - 1, -1, -1):
+            run = healthy[i]
+            if self._rows(run):
+                return i
+            if run is not self.partner and run is not self.background:
+                del healthy[i]
+        return None
 
     def _forget(self, run: Run) -> None:
         if run is not self.partner and run is not self.background:
