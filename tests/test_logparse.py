@@ -261,3 +261,46 @@ def test_the_prefilter_parses_as_every_line_read(hyperscan_prefilter, monkeypatc
          for r in every_line.runs]
     assert [m.fields["driver"] for r in scanned.runs for m in r.messages if "driver" in m.fields] == \
         ["libmlx4-rdmav34.so"]
+
+
+def test_a_line_of_a_known_shape_reads_as_if_read_on_its_own():
+    """The classifier reuses how it read a line for the lines of the same shape (the same text, other digits): for
+    every line of the fixtures with digits in it, a variant with other digits reads exactly as a fresh classifier
+    reads it, and counts as flattened the same."""
+    import random
+    from rdmadoctor.logparse.lines import LineClassifier
+    rng = random.Random(5)
+    lines = dict.fromkeys(line for path in sorted(FIXTURES.rglob("*.log"))
+                          for line in path.read_text(encoding="utf-8", errors="replace").split("\n")
+                          if any(c.isdigit() for c in line))
+    seen = LineClassifier()
+    replayed = 0
+    for line in lines:
+        seen.classify(line)
+        variant = "".join(str(rng.randrange(10)) if c.isdigit() and c.isascii() else c for c in line)
+        fresh = LineClassifier()
+        expected = fresh.classify(variant)
+        before, known = seen.flattened, variant not in seen._cache and seen._shapes.get(
+            variant.translate(str.maketrans("123456789", "000000000")), ("unsafe",))[0] != "unsafe"
+        assert seen.classify(variant) == expected, (line, variant)
+        if known:
+            replayed += 1
+            assert seen.flattened - before == fresh.flattened, (line, variant)
+    assert replayed > len(lines) // 2
+
+
+@pytest.mark.parametrize("pattern, blind", [(r"Couldn't connect to (?P<host>\S+):(?P<port>\d+)", True),
+                                            (r"[0-9a-f]+\b", True), (r"IPv4\s+tunnel", False),
+                                            (r"syndrome\s+0x", False), (r"[1-9]", False), (r"(\w)\1", False)])
+def test_which_patterns_tell_digits_apart(pattern, blind):
+    from rdmadoctor.logparse.catalog import digit_blind
+    assert digit_blind(pattern) is blind
+
+
+def test_shell_words_split_as_the_shell_does():
+    import shlex
+    from rdmadoctor.logparse.command import shell_words
+    for text in ("-d mlx5_0 -x 3\t192.0.2.1 | tee log", "-x 'NCCL_IB_HCA=mlx5_0 mlx5_1' -np 2", "a\\ b c", "-s 1\x0b2"):
+        assert shell_words(text) == shlex.split(text, posix=True)
+    with pytest.raises(ValueError):
+        shell_words("-x 'open")

@@ -11,8 +11,10 @@ import io
 import os
 import re
 import sys
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
@@ -109,15 +111,15 @@ class _Source:
         """The lines the prefilter names through the classifier; between them, only result rows can be."""
         self._end_long()
         pos = 0
-        for end in self.pre.line_ends(data):
-            found = data.rfind(b"\n", pos, end - 1)
-            start = found + 1 if found >= 0 else pos
+        for end, found in groupby(self.pre.matches(data), key=itemgetter(0)):
+            found_start = data.rfind(b"\n", pos, end - 1)
+            start = found_start + 1 if found_start >= 0 else pos
             if start > pos:
                 self._gap(number, data[pos:start])
                 number += data.count(b"\n", pos, start)
             line = data[start:end - 1].decode("utf-8", "replace")
             if line:
-                self.line(number, line)
+                self.line(number, line, {pattern for _, pattern in found})
             number += 1
             pos = end
         if pos < len(data):
@@ -217,11 +219,14 @@ class _Source:
             if len(carry) >= 3:
                 self.builder.feed(self.long_number, (Item("numbers", tuple(carry)),))
 
-    def line(self, number: int, line: str) -> None:
-        items = self.classify(line)
+    def line(self, number: int, line: str, possible: Optional[Set[int]] = None) -> None:
+        """`possible`: the patterns that can match in the line (prefilter.Prefilter.matches), when known."""
+        items = self.classify(line, possible)
         self.text = line
-        for setting, value, _ in producers.settings_in(line):
-            self.settings[setting] = HeaderField(value, number)
+        pre = self.pre
+        if possible is None or not pre.setting_ids.isdisjoint(possible):
+            for setting, value, _ in producers.settings_in(line):
+                self.settings[setting] = HeaderField(value, number)
         if not items:
             row = rows.result_row(line)
             if row is not None:                # a fabtests result row: it has no word the catalogue keys on
@@ -230,7 +235,7 @@ class _Source:
         structural = [i for i in items if i.kind not in ("text", "message")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
-        elif _may_name_a_tool(line):
+        elif (possible is None or not pre.tool_ids.isdisjoint(possible)) and _may_name_a_tool(line):
             command = producers.parse_command(line)
             if command is not None:
                 self.others.command(number, command)

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Optional, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,6 +58,75 @@ class Pattern:
     def regex(self) -> "re.Pattern[str]":
         # compiled lazily: most of the ~1000 patterns never meet a line with their keyword
         return re.compile(self.source, re.IGNORECASE)
+
+    @cached_property
+    def digit_blind(self) -> bool:
+        """Whether the pattern matches the same spans in two lines that differ only in which digits they hold."""
+        return digit_blind(self.source)
+
+
+_DIGITS = range(48, 58)
+# which character categories hold every digit (True) or none (False)
+_CATEGORY_DIGITS = {"CATEGORY_DIGIT": True, "CATEGORY_NOT_DIGIT": False, "CATEGORY_WORD": True,
+                    "CATEGORY_NOT_WORD": False, "CATEGORY_SPACE": False, "CATEGORY_NOT_SPACE": True,
+                    "CATEGORY_LINEBREAK": False, "CATEGORY_NOT_LINEBREAK": True}
+
+
+def digit_blind(source: str, flags: int = re.IGNORECASE) -> bool:
+    """True when nothing in the pattern tells one digit from another (no digit written in it, no class that holds some
+    digits but not all, no back-reference): the regular expression engine then takes the same steps on two texts that
+    differ only in their digits. False when unsure."""
+    try:
+        try:
+            from re import _parser as sre_parse     # Python 3.11 and later
+        except ImportError:                         # pragma: no cover - Python 3.9 and 3.10
+            import sre_parse  # type: ignore[no-redef]
+        return _blind(sre_parse.parse(source, flags))
+    except Exception:       # noqa: BLE001 - a parser of another Python: assume the pattern sees digits
+        return False
+
+
+def _blind(tree) -> bool:
+    for op, av in tree:
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL"):
+            blind = av not in _DIGITS
+        elif name == "IN":
+            blind = _class_blind(av)
+        elif name == "SUBPATTERN":
+            blind = _blind(av[-1])
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            blind = _blind(av[2])
+        elif name == "BRANCH":
+            blind = all(_blind(branch) for branch in av[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            blind = _blind(av[1])
+        elif name == "ATOMIC_GROUP":
+            blind = _blind(av)
+        else:
+            blind = name in ("ANY", "AT")          # a back-reference, a conditional group: not blind
+        if not blind:
+            return False
+    return True
+
+
+def _class_blind(items) -> bool:
+    held = set()
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL" and av in _DIGITS:
+            held.add(av)
+        elif name == "RANGE":
+            held.update(d for d in _DIGITS if av[0] <= d <= av[1])
+        elif name == "CATEGORY":
+            every = _CATEGORY_DIGITS.get(str(av))
+            if every is None:
+                return False
+            if every:
+                held.update(_DIGITS)
+        elif name not in ("LITERAL", "NEGATE"):
+            return False
+    return len(held) in (0, len(_DIGITS))
 
 
 @dataclass
@@ -158,24 +227,38 @@ class Catalog:
         self.patterns = patterns
         self.by_keyword: Dict[str, List[Pattern]] = {}
         self.unkeyed: List[Pattern] = []
-        for p in patterns:
+        # the same, as indexes into `patterns` (what the prefilter reports a line's possible matches by)
+        self._numbered_by_keyword: Dict[str, List[Tuple[int, Pattern]]] = {}
+        self._numbered_unkeyed: List[Tuple[int, Pattern]] = []
+        for i, p in enumerate(patterns):
             if p.keyword:
                 self.by_keyword.setdefault(p.keyword, []).append(p)
+                self._numbered_by_keyword.setdefault(p.keyword, []).append((i, p))
             else:
                 self.unkeyed.append(p)
+                self._numbered_unkeyed.append((i, p))
         self.keywords = frozenset(self.by_keyword)
 
-    def candidates(self, words: Iterable[str]) -> List[Pattern]:
+    def candidates(self, words: Iterable[str], allowed: Optional[AbstractSet[int]] = None) -> List[Pattern]:
+        """The patterns that can match a line of these words; `allowed`: the indexes of the only patterns that can
+        (the prefilter's answer for the line), when known."""
+        if allowed is not None:
+            found = [p for i, p in self._numbered_unkeyed if i in allowed]
+            for word in self.keywords.intersection(words):
+                found.extend(p for i, p in self._numbered_by_keyword[word] if i in allowed)
+            return found
         found = list(self.unkeyed)
         # the set intersection runs in C: most lines share no word, or one, with the keywords
         for word in self.keywords.intersection(words):
             found.extend(self.by_keyword[word])
         return found
 
-    def find(self, line: str, words: Optional[Iterable[str]] = None) -> List[Match]:
-        """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known."""
+    def find(self, line: str, words: Optional[Iterable[str]] = None,
+             allowed: Optional[AbstractSet[int]] = None) -> List[Match]:
+        """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known; `allowed`:
+        see candidates()."""
         matches: List[Match] = []
-        for pattern in self.candidates(words if words is not None else line_words(line)):
+        for pattern in self.candidates(words if words is not None else line_words(line), allowed):
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
                     matches.append(Match(pattern, found.start(), found.end(), found.group(0),

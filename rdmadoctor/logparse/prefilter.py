@@ -7,11 +7,12 @@ setting (`VAR=value`, `--mca`). Result rows are read in bulk by the run builder 
 
 With the optional `hyperscan` package the patterns are compiled into one database (patterns it cannot take
 exactly are approximated from above, HS_FLAG_PREFILTER, so a line is never missed) that scans a block at
-hundreds of MB/s and reports each line that holds a match once. The database is built from the patterns
-themselves when the parser loads (a new catalogue entry is found as soon as it is written) and kept compiled
-in the user's cache directory, keyed by a hash of the patterns and the hyperscan version. Without hyperscan,
-or when the database cannot be had, `Prefilter.available` is False and every line is read (the same result,
-slower).
+hundreds of MB/s and reports, for each line that can matter, which patterns can match in it: the classifier then
+tries only those of the catalogue's patterns (logparse/catalog.py), and the settings and command-line readers run
+only where theirs can. The database is built from the patterns themselves when the parser loads (a new catalogue
+entry is found as soon as it is written) and kept compiled in the user's cache directory, keyed by a hash of the
+patterns as hyperscan takes them and the hyperscan version. Without hyperscan, or when the database cannot be had,
+load() gives None and every line is read (the same result, slower).
 """
 from __future__ import annotations
 
@@ -110,20 +111,28 @@ def _cache_dir() -> Path:
 
 
 class Prefilter:
-    """`line_ends(data)`: the offset just past the newline of every line of `data` that can matter."""
+    """`matches(data)`: for every line of `data` that can matter, the offset just past its newline and which patterns
+    can match in it (indexes into patterns(): the catalogue's patterns first, in the catalogue's order)."""
 
     def __init__(self, hs, database, sources: List[str]):
         self._hs = hs
         self._db = database
         self._scratch = hs.Scratch(database)
         self.sources = sources
+        from rdmadoctor.logparse import producers
+        # a line where none of these can match shows no setting, and no other producer's command line
+        self.setting_ids = frozenset(i for i, s in enumerate(sources)
+                                     if s in (producers._SETTING_RE.pattern, producers._MCA_RE.pattern))
+        self.tool_ids = frozenset(i for i, s in enumerate(sources) if s == producers._TOOL_RE.pattern)
 
-    def line_ends(self, data: bytes) -> List[int]:
-        ends: List[int] = []
-        add = ends.append
-        self._db.scan(data, match_event_handler=lambda _id, _start, end, _flags, _ctx: add(end),
+    def matches(self, data: bytes) -> List[Tuple[int, int]]:
+        """(end of line, pattern) pairs, in the order of the lines."""
+        found: List[Tuple[int, int]] = []
+        add = found.append
+        self._db.scan(data, match_event_handler=lambda pattern, _start, end, _flags, _ctx: add((end, pattern)),
                       scratch=self._scratch)
-        return ends
+        found.sort()
+        return found
 
 
 _LOADED: dict = {}
@@ -144,7 +153,7 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
     if "db" in _LOADED:
         return _LOADED["db"]
     sources = _sources()
-    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
+    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS), "ids: indexes",
                                        *(f"{for_hyperscan(s)}\1{k}" for s, k in sources)]).encode())
     path = _cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = None
@@ -169,9 +178,8 @@ def _expression(source: str) -> bytes:
 
 
 def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
-    """One database; every pattern reports id 0, so hyperscan reports a line once however many patterns match.
-    A pattern hyperscan cannot take, even approximated, is replaced by its literal (a line that holds it reaches
-    the parser), or without one by every line; None when not even that compiles."""
+    """One database of every pattern. A pattern hyperscan cannot take, even approximated, is replaced by its literal
+    (a line that holds it reaches the parser), or without one by every line; None when not even that compiles."""
     flags = sum(getattr(hs, name) for name in _FLAGS)
     expressions = [_expression(source) for source, _ in sources]
     database = _database(hs, expressions, flags)
@@ -184,9 +192,10 @@ def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
 
 
 def _database(hs, expressions: List[bytes], flags: int):
+    """Each expression reports its index (at most once for a line: each ends at the line's newline)."""
     database = hs.Database(mode=hs.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=expressions, ids=[0] * len(expressions), flags=[flags] * len(expressions))
+        database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[flags] * len(expressions))
         return database
     except Exception:       # noqa: BLE001 - hyperscan.error, or a resource limit
         return None
