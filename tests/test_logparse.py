@@ -304,3 +304,16 @@ def test_shell_words_split_as_the_shell_does():
         assert shell_words(text) == shlex.split(text, posix=True)
     with pytest.raises(ValueError):
         shell_words("-x 'open")
+
+
+def test_a_failing_run_beyond_the_kept_ones_keeps_its_own_side():
+    """Runs beyond the kept ones are let go; a later run may be given the memory (and the id) of one of them, and must
+    not inherit what was known about it (its side's evidence)."""
+    banner = "************************************\n* Waiting for client to connect... *\n" \
+             "************************************\n"
+    healthy = banner + HEADER_TRIXIE + \
+        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n" \
+        " 65536      5000           9000.00            9000.00\t\t   0.140000\n"
+    failed = banner + "ethernet_read_keys: Couldn't read remote address\n Unable to read to socket/rdma_cm\n"
+    runs = [r for r in parse_text(healthy * 300 + failed * 20).runs if r.messages]
+    assert len(runs) == 20 and {r.side for r in runs} == {"server"}

@@ -27,8 +27,9 @@ from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
 WINDOW = 1 << 13        # a long line is classified this much at a time (some catalogue patterns are quadratic)
 OVERLAP = 1 << 12       # and a message is looked for this far past the window (so that a cut never splits one)
 ROWS_WINDOW = 1 << 20   # the numbers of a flattened result table are read this much at a time
-# where the numbers of a flattened result table stop
-_ROWS_PREFIX = re.compile(r"[0-9.\s]*")
+# what the numbers of a flattened result table are made of: digits, points and blanks (the reader leaves no blank in a
+# line but these)
+_ROW_TEXT = b"0123456789. \t\x0b\x0c\r"
 
 _NAME_SIDE = (("server", re.compile(r"(?<![a-z])(server|srv)(?![a-z])", re.I)),
               ("client", re.compile(r"(?<![a-z])(client|cli)(?![a-z])", re.I)))
@@ -84,7 +85,7 @@ class _Source:
         self.pre = pre
         self.long_number: Optional[int] = None    # the line read in windows (longer than reader.MAX_LINE)
         self.long_text = ""
-        self.carry: List[str] = []                # a result row cut by a window's end
+        self.carry: List[bytes] = []              # a result row cut by a window's end
         self.text = ""                            # the line being read
 
     # -- the scan ----------------------------------------------------------------------------------------------
@@ -164,11 +165,12 @@ class _Source:
         never inside a message, so that nothing is lost at a cut."""
         text, number = self.long_text, self.long_number
         head = text[:ROWS_WINDOW]
-        rows = _ROWS_PREFIX.match(head).end()
+        encoded = head.encode("utf-8", "surrogatepass")
+        rows = len(encoded) - len(encoded.lstrip(_ROW_TEXT))        # ASCII: as many characters as bytes
         if rows < len(head) or not (final and len(text) == len(head)):
             rows = max(head.rfind(" ", 0, rows), head.rfind("\t", 0, rows)) + 1     # not inside a number
         if rows:
-            self._rows(number, head[:rows].split())
+            self._rows(number, encoded[:rows].split())
             self.long_text = text[rows:]
             return
         self._flush_carry()
@@ -198,7 +200,7 @@ class _Source:
         if head[:cut].strip():
             self.line(number, head[:cut])
 
-    def _rows(self, number: int, tokens: List[str]) -> None:
+    def _rows(self, number: int, tokens: List[bytes]) -> None:
         """Numbers of a flattened result table, in rows of the table's width."""
         builder = self.builder
         if builder.current is None or builder.result_kind is None:
@@ -217,7 +219,7 @@ class _Source:
         if self.carry:
             carry, self.carry = self.carry, []
             if len(carry) >= 3:
-                self.builder.feed(self.long_number, (Item("numbers", tuple(carry)),))
+                self.builder.feed(self.long_number, (Item("numbers", tuple(t.decode() for t in carry)),))
 
     def line(self, number: int, line: str, possible: Optional[Set[int]] = None) -> None:
         """`possible`: the patterns that can match in the line (prefilter.Prefilter.matches), when known."""

@@ -41,15 +41,11 @@ def _number(text) -> float:
         return float("nan")
 
 
-def _plain_numbers(tokens: List[str]) -> bool:
+def _plain_numbers(tokens: List[bytes]) -> bool:
     """Every token a number as perftest prints one (digits, at most one point, not at an end)."""
-    text = " ".join(tokens)
-    return not text.translate(_NOT_NUMBER) and not text.startswith(".") and not text.endswith(".") and \
-        ".." not in text.translate(_DIGITS) and " ." not in text and ". " not in text
-
-
-_NOT_NUMBER = str.maketrans("", "", "0123456789. ")
-_DIGITS = str.maketrans("", "", "0123456789")
+    text = b" ".join(tokens)
+    return not text.translate(None, b"0123456789. ") and not text.startswith(b".") and not text.endswith(b".") and \
+        b".." not in text.translate(None, b"0123456789") and b" ." not in text and b". " not in text
 
 
 class _Sketch:
@@ -327,8 +323,10 @@ class RunBuilder:
         return None
 
     def _forget(self, run: Run) -> None:
+        """A run that is not kept: what is held about it by its id goes (a later run may get the same id)."""
         if run is not self.partner and run is not self.background:
             self._stats.pop(id(run), None)
+            self._strength.pop(id(run), None)
 
     def _run(self, line: int) -> Run:
         run = self.current if self.current is not None else self._start(line)
@@ -362,8 +360,12 @@ class RunBuilder:
         d = item.data
         waiting = self.background if self.background is not None and not self._rows(self.background) else None
         run = self._start(number)
+        released = [r for r in (self.partner, self.background) if r is not None and r is not waiting]
         self.partner = waiting
         self.background = run if d.get("background") else None
+        for old in released:
+            if old is not self.background and not any(kept is old for kept in self.runs):
+                self._forget(old)
         run.command = Command(tool=d["tool"], argv=list(d["argv"]), options=dict(d["options"]), host=d["host"],
                               line=number, text=d["text"])
         run.tool = d["tool"]
@@ -548,18 +550,18 @@ class RunBuilder:
         if m.pattern.gen:
             run.messages[-1].fields.setdefault("gen", m.pattern.gen)
 
-    def token_rows(self, number: int, tokens: List[str], width: int) -> None:
-        """Rows of `width` numbers from a flattened table on line `number` (a line read in windows)."""
+    def token_rows(self, number: int, tokens: List[bytes], width: int) -> None:
+        """Rows of `width` numbers from a flattened table on line `number` (a line read in windows), as ASCII tokens."""
         run, kind = self.current, self.result_kind
         cols = [tokens[j::width] for j in range(width)]
-        if self.partner is None and run is not None and kind is not None and "".join(cols[0]).isdigit() \
-                and "".join(cols[1]).isdigit() and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10 \
-                and "0" not in {t.lstrip("0") or "0" for t in set(cols[0])} and _plain_numbers(tokens):
+        if self.partner is None and run is not None and kind is not None and b"".join(cols[0]).isdigit() \
+                and b"".join(cols[1]).isdigit() and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10 \
+                and b"0" not in {t.lstrip(b"0") or b"0" for t in set(cols[0])} and _plain_numbers(tokens):
             self._stats_of(run).add_columns(number, True, kind, self.result_unit, cols)
             run.last_line = number
             return
         for i in range(0, len(tokens), width):
-            self.feed(number, (Item("numbers", tuple(tokens[i:i + width])),))
+            self.feed(number, (Item("numbers", tuple(t.decode() for t in tokens[i:i + width])),))
 
     def finish(self) -> List[Run]:
         self._close()
