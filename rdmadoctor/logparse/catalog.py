@@ -53,16 +53,12 @@ class Pattern:
     origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
     producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
     result: bool = False             # the line reports a measurement: the run completed (`result = true`)
+    digit_blind: bool = False        # matches the same spans in lines that differ only in their digits (digit_blind())
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
         # compiled lazily: most of the ~1000 patterns never meet a line with their keyword
         return re.compile(self.source, re.IGNORECASE)
-
-    @cached_property
-    def digit_blind(self) -> bool:
-        """Whether the pattern matches the same spans in two lines that differ only in which digits they hold."""
-        return digit_blind(self.source)
 
 
 _DIGITS = range(48, 58)
@@ -349,7 +345,7 @@ def _entries(path: Path) -> List[Pattern]:
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
-                result=bool(entry.get("result"))))
+                result=bool(entry.get("result")), digit_blind=digit_blind(source)))
     return patterns
 
 
@@ -363,7 +359,7 @@ def _generated() -> List[Pattern]:
             patterns.append(Pattern(
                 id=f"A:{file}:{function}", kind=_kind_of(literal), phase=_phase_of(file, function),
                 source=source, keyword=_keyword_of(source), literal_length=_literal_length(source),
-                curated=False, origin=f"{file}:{function}"))
+                curated=False, origin=f"{file}:{function}", digit_blind=digit_blind(source)))
     return patterns
 
 
@@ -395,7 +391,7 @@ def load() -> Catalog:
 
 def _fields(p: Pattern) -> tuple:
     return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
-            p.producer, p.result)
+            p.producer, p.result, p.digit_blind)
 
 
 def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:
