@@ -39,9 +39,9 @@ class InputError(Exception):
     """An input that cannot be read at all (missing file, a directory, permission denied)."""
 
 
-def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: int = 0) -> ParsedLog:
+def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[int] = 0) -> ParsedLog:
     """Each input in turn (an input is read to its end before the next is opened). `size_hint`: the inputs'
-    total size when known, which decides whether compiling the prefilter pays (logparse/prefilter.py)."""
+    total size (None: not known), which decides whether the prefilter pays (logparse/prefilter.py)."""
     classifier = LineClassifier()
     runs: List[Run] = []
     sources = []
@@ -294,16 +294,18 @@ def parse_paths(paths: Iterable[str]) -> ParsedLog:
     """Files by path; '-' is standard input. Unreadable paths raise InputError before any parsing; then the files
     are opened one at a time (thousands of them never hold thousands of descriptors)."""
     paths = list(paths)
-    total = 0
+    total: Optional[int] = 0
     for path in paths:
         if path == "-":
+            total = None          # standard input: its size is not known
             continue
         p = Path(path)
         if p.is_dir():
             raise InputError(f"{path}: is a directory, not a log file")
         try:
             with open(p, "rb") as f:
-                total += os.fstat(f.fileno()).st_size
+                size = os.fstat(f.fileno()).st_size
+            total = None if total is None else total + size
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
 

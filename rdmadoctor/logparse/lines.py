@@ -178,7 +178,12 @@ def _has_digit(word: str) -> bool:
     return word.translate(_SHAPE) != word or "0" in word
 
 
-_ANCHORS_BLIND = catalog.digit_blind(_ANCHOR_RE.pattern) and catalog.digit_blind(_ANCHOR_HINT.pattern)
+
+
+@lru_cache(maxsize=1)
+def _anchors_blind() -> bool:
+    return catalog.digit_blind(_ANCHOR_RE.pattern) and catalog.digit_blind(_ANCHOR_HINT.pattern)
+
 # words with a digit that decide something (a header key, a catalogue keyword), as their shape: a line holding a word of
 # that shape is classified on its own
 _DIGIT_WORDS = frozenset(w.translate(_SHAPE) for w in STRUCTURAL_WORDS if _has_digit(w))
@@ -254,7 +259,7 @@ class LineClassifier:
         catalogue's matches: a pattern that tells digits apart (catalog.digit_blind) and found nothing here is tried
         again on each line of the shape (the last element of the plan), any other must be blind. The messages found
         are kept as their spans; the other pieces are read again, unless the line is only messages and plain text."""
-        if not _ANCHORS_BLIND or any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
+        if not _anchors_blind() or any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
             return _UNSAFE
         recheck = tuple(p for p in self.catalog.candidates(words) if not p.digit_blind)
         if any(m.pattern is p for m in matches for p in recheck):

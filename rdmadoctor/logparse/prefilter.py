@@ -20,14 +20,16 @@ import hashlib
 import os
 import sys
 import re
-import tempfile
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
+
+from rdmadoctor.runtime import cache
 
 # Other modules of logparse that read lines the patterns above do not cover register their own patterns here
 # (as Python regular expressions, searched case-insensitively) before the first scan.
 _EXTRA: List[str] = []
 COMPILE_ABOVE = 32 << 20      # input bytes from which compiling a missing database pays for itself
+USE_ABOVE = 256 << 10         # and from which loading a compiled one does
 
 
 def register(pattern: str) -> None:
@@ -105,11 +107,6 @@ def for_hyperscan(source: str) -> str:
     return "".join(out)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rdmadoctor"
-
-
 class Prefilter:
     """`matches(data)`: for every line of `data` that can matter, the offset just past its newline and which patterns
     can match in it (indexes into patterns(): the catalogue's patterns first, in the catalogue's order)."""
@@ -141,10 +138,13 @@ _LOADED: dict = {}
 _FLAGS = ("HS_FLAG_CASELESS", "HS_FLAG_PREFILTER", "HS_FLAG_MULTILINE", "HS_FLAG_ALLOWEMPTY", "HS_FLAG_UTF8")
 
 
-def load(input_bytes: int = 0) -> Optional[Prefilter]:
-    """The prefilter, or None (no hyperscan; no cached database and an input too small to pay for compiling one).
-    RDMADOCTOR_PREFILTER=off reads every line; =on compiles the database whatever the input's size."""
-    if os.environ.get("RDMADOCTOR_PREFILTER", "") == "off":
+def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
+    """The prefilter, or None: no hyperscan; an input smaller than USE_ABOVE (`input_bytes`; None: not known, as for
+    standard input), where loading the database costs more than it saves; no cached database and an input too small
+    to pay for compiling one. RDMADOCTOR_PREFILTER=off reads every line; =on uses the database, compiled if need be,
+    whatever the input's size."""
+    setting = os.environ.get("RDMADOCTOR_PREFILTER", "")
+    if setting == "off" or (setting != "on" and input_bytes is not None and input_bytes < USE_ABOVE):
         return None
     try:
         import hyperscan as hs
@@ -153,16 +153,18 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
     if "db" in _LOADED:
         return _LOADED["db"]
     sources = _sources()
-    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS), "ids: indexes",
-                                       *(f"{for_hyperscan(s)}\1{k}" for s, k in sources)]).encode())
-    path = _cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
+    # keyed by the patterns and by this module (which writes them as hyperscan takes them)
+    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
+                                       *(f"{s}\1{k}" for s, k in sources)]).encode())
+    digest.update(Path(__file__).read_bytes())
+    path = cache.cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = None
     try:
         database = hs.loadb(path.read_bytes(), hs.HS_MODE_BLOCK)
     except (OSError, Exception):    # noqa: BLE001 - missing, truncated, another CPU's: compile it again
         database = None
     if database is None:
-        if input_bytes < COMPILE_ABOVE and os.environ.get("RDMADOCTOR_PREFILTER", "") != "on":
+        if (input_bytes or 0) < COMPILE_ABOVE and setting != "on":
             return None
         database = _compile(hs, sources)
         if database is None:
@@ -215,10 +217,12 @@ def _save(path: Path, blob: bytes) -> None:
     """Written to a temporary file and renamed: a reader never sees half a database."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".prefilter-")
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
         os.replace(tmp, path)
+        cache.prune(path.parent, "prefilter-*.hsdb", keep=4)       # a few MB each
     except OSError:
         pass
 
@@ -228,6 +232,6 @@ def warm(report: Callable[[str], None] = lambda _m: None) -> bool:
     global COMPILE_ABOVE
     saved, COMPILE_ABOVE = COMPILE_ABOVE, 0
     try:
-        return load() is not None
+        return load(None) is not None
     finally:
         COMPILE_ABOVE = saved
