@@ -317,3 +317,13 @@ def test_a_failing_run_beyond_the_kept_ones_keeps_its_own_side():
     failed = banner + "ethernet_read_keys: Couldn't read remote address\n Unable to read to socket/rdma_cm\n"
     runs = [r for r in parse_text(healthy * 300 + failed * 20).runs if r.messages]
     assert len(runs) == 20 and {r.side for r in runs} == {"server"}
+
+
+def test_anchors_found_part_by_part_are_the_anchors():
+    """A line where only one kind of anchor can be is searched for that kind alone: the same places as the whole
+    alternation, on every fixture line and on flattened pastes."""
+    from rdmadoctor.logparse.lines import _ANCHOR_RE, anchor_starts
+    texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted(FIXTURES.rglob("*.log"))]
+    lines = {line for text in texts for line in text.split("\n")} | {" ".join(text.split("\n")) for text in texts}
+    for line in lines:
+        assert anchor_starts(line) == [m.start() for m in _ANCHOR_RE.finditer(line)], line[:200]

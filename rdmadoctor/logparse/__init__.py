@@ -18,7 +18,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
-from rdmadoctor.logparse.lines import ANCHOR_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier
+from rdmadoctor.logparse.lines import NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -182,7 +182,7 @@ class _Source:
             limit = len(head)
         matches = self.classifier.catalog.find(head)
         spans = [(m.start, m.end) for m in matches]
-        cuts = {m.start() for m in ANCHOR_RE.finditer(head)}
+        cuts = set(anchor_starts(head))
         cuts.update(m.start for m in matches)
         cuts.update(m.end for m in matches)
         cuts.update(table_ends)

@@ -54,6 +54,7 @@ class Pattern:
     producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
     result: bool = False             # the line reports a measurement: the run completed (`result = true`)
     digit_blind: bool = False        # matches the same spans in lines that differ only in their digits (digit_blind())
+    needles: Tuple[str, ...] = ()    # text (lowercase ASCII) every line it matches holds (needles())
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
@@ -73,13 +74,53 @@ def digit_blind(source: str, flags: int = re.IGNORECASE) -> bool:
     digits but not all, no back-reference): the regular expression engine then takes the same steps on two texts that
     differ only in their digits. False when unsure."""
     try:
-        try:
-            from re import _parser as sre_parse     # Python 3.11 and later
-        except ImportError:                         # pragma: no cover - Python 3.9 and 3.10
-            import sre_parse  # type: ignore[no-redef]
-        return _blind(sre_parse.parse(source, flags))
+        return _blind(_sre_parse(source, flags))
     except Exception:       # noqa: BLE001 - a parser of another Python: assume the pattern sees digits
         return False
+
+
+def _sre_parse(source: str, flags: int):
+    try:
+        from re import _parser as sre_parse     # Python 3.11 and later
+    except ImportError:                         # pragma: no cover - Python 3.9 and 3.10
+        import sre_parse  # type: ignore[no-redef]
+    return sre_parse.parse(source, flags)
+
+
+def needles(source: str, flags: int = re.IGNORECASE) -> Tuple[str, ...]:
+    """The longest runs of plain ASCII text (lowercase, 3 characters or more, at most 3 of them) that every match of
+    the pattern holds: its literal text outside optional parts, alternatives and assertions. A line (ASCII,
+    lowercased) without one of them cannot match, and the pattern is not even compiled for it."""
+    runs: List[str] = []
+    try:
+        _literal_runs(_sre_parse(source, flags), runs)
+    except Exception:       # noqa: BLE001 - a parser of another Python: no needles, the pattern is always tried
+        return ()
+    found = sorted({r for r in runs if len(r) >= 3}, key=len, reverse=True)
+    return tuple(found[:3])
+
+
+def _literal_runs(tree, runs: List[str]) -> None:
+    run: List[str] = []
+
+    def close() -> None:
+        if run:
+            runs.append("".join(run).lower())
+            run.clear()
+
+    for op, av in tree:
+        name = str(op)
+        if name == "LITERAL" and av < 128:
+            run.append(chr(av))
+            continue
+        close()
+        if name == "SUBPATTERN":
+            _literal_runs(av[-1], runs)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and av[0] >= 1:
+            _literal_runs(av[2], runs)
+        elif name == "ATOMIC_GROUP":
+            _literal_runs(av, runs)
+    close()
 
 
 def _blind(tree) -> bool:
@@ -254,7 +295,10 @@ class Catalog:
         """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known; `allowed`:
         see candidates()."""
         matches: List[Match] = []
+        low = line.lower() if line.isascii() else None
         for pattern in self.candidates(words if words is not None else line_words(line), allowed):
+            if low is not None and pattern.needles and not all(n in low for n in pattern.needles):
+                continue
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
                     matches.append(Match(pattern, found.start(), found.end(), found.group(0),
@@ -345,7 +389,7 @@ def _entries(path: Path) -> List[Pattern]:
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
-                result=bool(entry.get("result")), digit_blind=digit_blind(source)))
+                result=bool(entry.get("result")), digit_blind=digit_blind(source), needles=needles(source)))
     return patterns
 
 
@@ -359,7 +403,7 @@ def _generated() -> List[Pattern]:
             patterns.append(Pattern(
                 id=f"A:{file}:{function}", kind=_kind_of(literal), phase=_phase_of(file, function),
                 source=source, keyword=_keyword_of(source), literal_length=_literal_length(source),
-                curated=False, origin=f"{file}:{function}", digit_blind=digit_blind(source)))
+                curated=False, origin=f"{file}:{function}", digit_blind=digit_blind(source), needles=needles(source)))
     return patterns
 
 
@@ -391,7 +435,7 @@ def load() -> Catalog:
 
 def _fields(p: Pattern) -> tuple:
     return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
-            p.producer, p.result, p.digit_blind)
+            p.producer, p.result, p.digit_blind, p.needles)
 
 
 def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:

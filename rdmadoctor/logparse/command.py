@@ -28,6 +28,8 @@ def parse_command(text: str) -> Optional[Tuple[str, List[str], Dict[str, Any], O
     `end` is where the command stops in `text` (shell redirections and pipes end it). A line that
     names a tool but does not parse as its options (prose, usage text) is not a command.
     """
+    if not any(tool in text for tool in TOOLS):
+        return None             # (the search below is slow on long lines)
     m = TOOL_RE.search(text)
     if not m:
         return None

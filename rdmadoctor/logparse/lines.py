@@ -60,10 +60,28 @@ _SIDE_FILLER = frozenset("side log logs output out host node machine terminal co
                          "run shell window tab pane box cmd command result results".split())
 
 # Where something perftest prints begins: a line is cut there when it holds several things.
-_ANCHOR_RE = re.compile(
-    "|".join([r"-{20,}", r"\*{12,}", r"\*\s*Waiting\s+for\s+client", r"(?:local|remote)\s+address\s*:",
-              r"(?<![\w-])M?GID\s*:\s*\d", r"#bytes\s", TEST_NAME_RE.pattern, r"Dual-port\s*:",
-              TOOL_RE.pattern]), re.IGNORECASE)
+_ANCHOR_PARTS = (r"-{20,}", r"\*{12,}", r"\*\s*Waiting\s+for\s+client", r"(?:local|remote)\s+address\s*:",
+                 r"(?<![\w-])M?GID\s*:\s*\d", r"#bytes\s", TEST_NAME_RE.pattern, r"Dual-port\s*:", TOOL_RE.pattern)
+_ANCHOR_RE = re.compile("|".join(_ANCHOR_PARTS), re.IGNORECASE)
+# Each part alone, and text every match of it holds (in the line, or in the line lowercased): a line where only one
+# part can match is searched for that part alone, which finds the same (an IGNORECASE alternation is slow).
+_ANCHOR_ALONE = tuple(re.compile(part, re.IGNORECASE) for part in _ANCHOR_PARTS)
+_TOOLS_LOWER = tuple(tool.lower() for tool in TOOLS)
+_ANCHOR_NEEDS = (
+    lambda line, low: "-" * 20 in line, lambda line, low: "*" * 12 in line,
+    lambda line, low: "waiting" in low and "*" in line, lambda line, low: "address" in low,
+    lambda line, low: "gid" in low, lambda line, low: "#bytes" in low, lambda line, low: "test" in low,
+    lambda line, low: "dual-port" in low, lambda line, low: any(tool in low for tool in _TOOLS_LOWER))
+
+
+def anchor_starts(line: str) -> List[int]:
+    """Where something perftest prints begins in the line (_ANCHOR_RE's matches)."""
+    low = line.lower()
+    possible = [i for i, needs in enumerate(_ANCHOR_NEEDS) if needs(line, low)]
+    if not possible:
+        return []
+    anchor = _ANCHOR_ALONE[possible[0]] if len(possible) == 1 else _ANCHOR_RE
+    return [m.start() for m in anchor.finditer(line)]
 
 
 # Words of everything structural perftest prints (header keys, address and table titles, banners, tools)
@@ -87,9 +105,6 @@ ANCHOR_RE, HEADER_RE, BANNER_RE, ADDRESS_RE, GID_RE, RESULT_HEADER_RE = (
 SIDE_WORDS_RE = r"server|client"            # side_label() reads no line without one of them
 NUMBERS_RE = _NUMBERS_RE
 
-# Cheap test before the anchor search: a line without any of these cannot hold a second thing. Searched in
-# the lowercased line, because an IGNORECASE alternation is 7x slower.
-_ANCHOR_HINT = re.compile(r"---|\*\*\*|waiting|address|gid|#bytes|test|dual-port|ib_|raw_ethernet")
 
 
 class Item(NamedTuple):
@@ -182,7 +197,7 @@ def _has_digit(word: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _anchors_blind() -> bool:
-    return catalog.digit_blind(_ANCHOR_RE.pattern) and catalog.digit_blind(_ANCHOR_HINT.pattern)
+    return catalog.digit_blind(_ANCHOR_RE.pattern)
 
 # words with a digit that decide something (a header key, a catalogue keyword), as their shape: a line holding a word of
 # that shape is classified on its own
@@ -322,8 +337,7 @@ class LineClassifier:
         if matches is None:
             matches = self.catalog.find(line, words, allowed)
         starts = {m.start for m in matches}
-        if _ANCHOR_HINT.search(line.lower()):
-            starts.update(a.start() for a in _ANCHOR_RE.finditer(line))
+        starts.update(anchor_starts(line))
         starts.discard(0)
         if not starts and not matches:          # one piece, no message: most noise lines
             items = self._structural(line, 0, allow_text=True)
