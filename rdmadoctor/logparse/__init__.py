@@ -91,7 +91,7 @@ class _Source:
     # -- the scan ----------------------------------------------------------------------------------------------
     def read(self, reader: SourceReader) -> None:
         for event in reader.events():
-            if type(event) is Lines:
+            if isinstance(event, Lines):
                 if self.pre is not None:
                     self._scan(event.first, event.data)
                 else:
@@ -112,6 +112,7 @@ class _Source:
         """The lines the prefilter names through the classifier; between them, only result rows can be."""
         self._end_long()
         pos = 0
+        assert self.pre is not None
         for end, found in groupby(self.pre.matches(data), key=itemgetter(0)):
             found_start = data.rfind(b"\n", pos, end - 1)
             start = found_start + 1 if found_start >= 0 else pos
@@ -163,7 +164,7 @@ class _Source:
         """Reads the start of the long line: result rows in bulk, anything else as a line of its own, cut where
         the classifier would cut it anyway (where something perftest prints, or a message, begins or ends) and
         never inside a message, so that nothing is lost at a cut."""
-        text, number = self.long_text, self.long_number
+        text, number = self.long_text, self.long_number or 0      # (set while a long line is read)
         head = text[:ROWS_WINDOW]
         encoded = head.encode("utf-8", "surrogatepass")
         rows = len(encoded) - len(encoded.lstrip(_ROW_TEXT))        # ASCII: as many characters as bytes
@@ -219,17 +220,17 @@ class _Source:
         if self.carry:
             carry, self.carry = self.carry, []
             if len(carry) >= 3:
-                self.builder.feed(self.long_number, (Item("numbers", tuple(t.decode() for t in carry)),))
+                self.builder.feed(self.long_number or 0, (Item("numbers", tuple(t.decode() for t in carry)),))
 
     def line(self, number: int, line: str, possible: Optional[Set[int]] = None) -> None:
         """`possible`: the patterns that can match in the line (prefilter.Prefilter.matches), when known."""
         items = self.classify(line, possible)
         self.text = line
         pre = self.pre
-        if possible is None or not pre.setting_ids.isdisjoint(possible):
+        if possible is None or pre is None or not pre.setting_ids.isdisjoint(possible):
             for setting, value, _ in producers.settings_in(line):
                 self.settings[setting] = HeaderField(value, number)
-        if not items:
+        if not items and (possible is None or pre is None or not pre.row_ids.isdisjoint(possible)):
             row = rows.result_row(line)
             if row is not None:                # a fabtests result row: it has no word the catalogue keys on
                 self._route(number, row)
@@ -237,7 +238,7 @@ class _Source:
         structural = [i for i in items if i.kind not in ("text", "message")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
-        elif (possible is None or not pre.tool_ids.isdisjoint(possible)) and _may_name_a_tool(line):
+        elif (possible is None or pre is None or not pre.tool_ids.isdisjoint(possible)) and _may_name_a_tool(line):
             command = producers.parse_command(line)
             if command is not None:
                 self.others.command(number, command)

@@ -80,11 +80,13 @@ def digit_blind(source: str, flags: int = re.IGNORECASE) -> bool:
 
 
 def _sre_parse(source: str, flags: int):
+    """Python's own parse of a regular expression (re._parser since 3.11, sre_parse before)."""
+    import importlib
     try:
-        from re import _parser as sre_parse     # Python 3.11 and later
+        parser = importlib.import_module("re._parser")
     except ImportError:                         # pragma: no cover - Python 3.9 and 3.10
-        import sre_parse  # type: ignore[no-redef]
-    return sre_parse.parse(source, flags)
+        parser = importlib.import_module("sre_parse")
+    return parser.parse(source, flags)
 
 
 def needles(source: str, flags: int = re.IGNORECASE) -> Tuple[str, ...]:

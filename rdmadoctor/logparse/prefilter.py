@@ -68,43 +68,54 @@ def for_hyperscan(source: str) -> str:
     anchor inside a pattern; without them a pattern matches more, never less; inside a character class `$` is a plain
     dollar and stays); Python's `\\uXXXX` escapes written as the characters themselves (PCRE has no `\\u`); blanks and
     negated classes kept from matching a newline (a line's own matches are the same)."""
-    out, i, in_class, negated = [], 0, False, False
+    out: List[str] = []
+    i, in_class, negated = 0, False, False
     while i < len(source):
         c = source[i]
         if c == "\\":
-            m = _ESCAPE.match(source, i)
-            code = m.group(1) or m.group(2) if m else None
-            if code:
-                out.append(re.escape(chr(int(code, 16))))
-            elif source[i + 1:i + 2] == "s" and not negated:
-                out.append(_BLANKS_IN_CLASS if in_class else _BLANK)
-            elif in_class or source[i + 1:i + 2] not in ("Z", "z"):
-                out.append(source[i:i + 2])
-            i += len(m.group(0)) if m else 2
-            continue
-        if in_class:
+            text, i = _escape(source, i, in_class, negated)
+            out.append(text)
+        elif in_class:
             if c == "]":
                 in_class = negated = False
-        elif c == "[":
-            in_class = True
             out.append(c)
             i += 1
-            if source[i:i + 1] == "^":
-                negated = True
-                out.append("^")
-                i += 1
-            if source[i:i + 1] == "]":
-                out.append("]")
-                i += 1
-            if negated:
-                out.append("\\n")
-            continue
-        elif c == "$":
+        elif c == "[":
+            text, i, negated = _class_start(source, i)
+            in_class = True
+            out.append(text)
+        else:
+            out.append("" if c == "$" else c)
             i += 1
-            continue
-        out.append(c)
-        i += 1
     return "".join(out)
+
+
+def _escape(source: str, i: int, in_class: bool, negated: bool) -> Tuple[str, int]:
+    """The escape at source[i] as hyperscan takes it, and where the source goes on."""
+    m = _ESCAPE.match(source, i)
+    if m is None:
+        return source[i:i + 2], i + 2
+    code = m.group(1) or m.group(2)
+    if code:
+        return re.escape(chr(int(code, 16))), m.end()
+    letter = source[i + 1:i + 2]
+    if letter == "s" and not negated:
+        return (_BLANKS_IN_CLASS if in_class else _BLANK), m.end()
+    if letter in ("Z", "z") and not in_class:
+        return "", m.end()
+    return source[i:i + 2], m.end()
+
+
+def _class_start(source: str, i: int) -> Tuple[str, int, bool]:
+    """A character class's opening at source[i] (`[`, `[^`, and a `]` first in it, which is a plain one); a negated
+    class is kept from matching a newline."""
+    text, i = "[", i + 1
+    negated = source[i:i + 1] == "^"
+    if negated:
+        text, i = text + "^", i + 1
+    if source[i:i + 1] == "]":
+        text, i = text + "]", i + 1
+    return text + ("\\n" if negated else ""), i, negated
 
 
 class Prefilter:
@@ -121,6 +132,10 @@ class Prefilter:
         self.setting_ids = frozenset(i for i, s in enumerate(sources)
                                      if s in (producers._SETTING_RE.pattern, producers._MCA_RE.pattern))
         self.tool_ids = frozenset(i for i, s in enumerate(sources) if s == producers._TOOL_RE.pattern)
+        from rdmadoctor.logparse import rows
+        # a line where none of these can match holds no result row of another producer's table
+        self.row_ids = frozenset(i for i, s in enumerate(sources)
+                                 if s in {p.source for p in rows._patterns()} | {rows._SHAPE.pattern})
 
     def matches(self, data: bytes) -> List[Tuple[int, int]]:
         """(end of line, pattern) pairs, in the order of the lines."""

@@ -132,7 +132,9 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         tokens = shell_words(rest)
     except ValueError:
         tokens = rest.split()
-    argv, options, host = [name], {}, None
+    argv: List[str] = [name]
+    options: Dict[str, object] = {}
+    host: Optional[str] = None
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -149,11 +151,12 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         elif host is None and _HOST.match(tok) and tool.side not in ("none",):
             host = tok
         i += 1
-    if tool.side == "rping" and isinstance(options.get("-a"), str) and "-c" in options:
-        host = options["-a"]
-    if tool.side == "cmatose" and isinstance(options.get("-s"), str):
-        host = options["-s"]
-    return name, tool, argv, options, host, (text[m.start("tool"):m.end()] + rest).strip()
+    address, server = options.get("-a"), options.get("-s")
+    if tool.side == "rping" and isinstance(address, str) and "-c" in options:
+        host = address
+    if tool.side == "cmatose" and isinstance(server, str):
+        host = server
+    return name, tool, argv, dict(options), host, (text[m.start("tool"):m.end()] + rest).strip()
 
 
 class ProducerRuns:
