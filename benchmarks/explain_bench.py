@@ -157,9 +157,10 @@ class Sample:
 
 
 def run_once(argv: Sequence[str], env: Dict[str, str], stdout_path: Optional[Path] = None) -> Sample:
+    """Run in a directory of no checkout (`python -m` looks in the current directory before PYTHONPATH)."""
     out = open(stdout_path, "wb") if stdout_path else subprocess.PIPE
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
     read = 0
     if out is subprocess.PIPE:
         while True:                          # a pipe, read as it comes (grep quits early on /dev/null)
@@ -183,12 +184,14 @@ def fmt(values: Sequence[float], digits: int = 2) -> str:
 
 
 class Tree:
-    """A checkout of rdmadoctor to run."""
+    """A checkout of rdmadoctor to run, with a cache directory of its own (two checkouts may key a cached
+    pattern database alike and differ in how they use it)."""
 
-    def __init__(self, label: str, path: Path):
+    def __init__(self, label: str, path: Path, tmp: Path):
         self.label = label
         self.path = path.resolve()
-        self.env = {k: v for k, v in dict(os.environ, PYTHONPATH=str(self.path)).items()
+        self.env = {k: v for k, v in dict(os.environ, PYTHONPATH=str(self.path),
+                                          XDG_CACHE_HOME=str(tmp / f"cache-{label}")).items()
                     if k != "PYTHONDONTWRITEBYTECODE"}
         self.cmd = [sys.executable, "-m", "rdmadoctor"]
 
@@ -199,7 +202,7 @@ class Tree:
         run_once([*self.cmd, "explain", str(small)], self.env)
         warm = "from rdmadoctor.logparse import prefilter\nif hasattr(prefilter, 'warm'): prefilter.warm()"
         subprocess.run([sys.executable, "-c", warm], env=self.env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=600)
+                       stderr=subprocess.DEVNULL, timeout=600, cwd=tempfile.gettempdir())
 
 
 def grep_argv(paths: Sequence[str]) -> List[str]:
@@ -341,20 +344,20 @@ def main() -> None:
     if args.quick:
         args.sizes, args.scaling, args.files, args.repeat = "1", "1,10", "1000", 1
     only = set(args.only.split(",")) if args.only else None
-    SMALL_LOG = _small_log()
-    trees = [Tree("after" if args.before else "this", args.tree)]
-    if args.before:
-        trees.append(Tree("before", args.before))
     grep_version = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     try:
         import hyperscan  # noqa: F401
         fast = "hyperscan present"
     except ImportError:
         fast = "hyperscan absent"
-    print(f"{', '.join(f'{t.label}: {t.path}' for t in trees)}; python {sys.version.split()[0]}; {os.cpu_count()} "
-          f"cores; load average {os.getloadavg()[0]:.1f}; {grep_version}; {fast}")
+    SMALL_LOG = _small_log()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        trees = [Tree("after" if args.before else "this", args.tree, tmp)]
+        if args.before:
+            trees.append(Tree("before", args.before, tmp))
+        print(f"{', '.join(f'{t.label}: {t.path}' for t in trees)}; python {sys.version.split()[0]}; "
+              f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; {grep_version}; {fast}")
         for tree in trees:
             tree.prepare(tmp)
         shapes = [s for s in SHAPES if only is None or s in only]
