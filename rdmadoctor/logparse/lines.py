@@ -209,7 +209,7 @@ class LineClassifier:
     """Classifies lines; results are cached because perftest logs repeat the same lines a lot, and so is how a line of
     each shape (its digits aside) was read."""
 
-    CACHE_LIMIT = 50000
+    CACHE_LIMIT = 20000     # lines (with what they hold: a few hundred bytes to a few kB each)
 
     def __init__(self):
         self.catalog = catalog.load()
@@ -245,6 +245,10 @@ class LineClassifier:
             items = self._read(line, stripped, allowed, None)
         else:
             items = self._replay(line, plan)
+            if plan[0] == "none" or (plan[0] == "items" and not plan[2]):
+                # as cheap to read again as to look up: kept out of the cache (its memory); a flattened line is kept,
+                # for the same line again counts as flattened once
+                return items
         if len(self._cache) < self.CACHE_LIMIT:
             self._cache[line] = items
         return items
