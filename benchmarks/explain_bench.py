@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """How fast `rdmadoctor explain` reads huge logs and many files, how much memory and output it needs, and how
-fast it starts; every figure beside GNU grep on the same file in the same run.
+fast it starts; every figure beside GNU grep on the same file in the same run, and beside another checkout of
+rdmadoctor (`--before`) when asked.
 
-    python3 benchmarks/explain_bench.py                    # every shape at 100 MB, scaling, files, start-up
-    python3 benchmarks/explain_bench.py --quick            # 10 MB shapes, fewer runs (a minute or two)
-    python3 benchmarks/explain_bench.py --big              # adds the 1,000 MB point of the scaling table
-    python3 benchmarks/explain_bench.py --tree DIR         # measures another checkout of rdmadoctor (before/after)
-    python3 benchmarks/explain_bench.py --only dense,flat  # some shapes only
+    python3 benchmarks/explain_bench.py                      # shapes at 10 MB, scaling to 100 MB, files, start-up
+    python3 benchmarks/explain_bench.py --quick              # the same, smaller and fewer runs (a minute or two)
+    python3 benchmarks/explain_bench.py --sizes 10,100 --before /tmp/old   # every shape, this tree and another
+    python3 benchmarks/explain_bench.py --only scaling --scaling 1,10,100,1000
+    python3 benchmarks/explain_bench.py --only dense,flat --sizes 1000
 
 Shapes (each built to the size asked, from the repository's fixtures, varied so that no two rows repeat):
   dense       what a long `--run_infinitely` or `-D` soak writes: a perftest header in about one chunk of a
@@ -17,10 +18,13 @@ Shapes (each built to the size asked, from the repository's fixtures, varied so 
   flat        a healthy paste flattened into ONE line of the whole size (a chat joined it)
   nccl, ucx, ompi, libfabric
               that producer's fixtures/real cases, repeated, with their numbers varied
-Each is timed (wall seconds, min/median/max over --repeat runs, explain and grep in turn) as `explain` with text
-output and `explain --json`; peak RSS is each run's own (os.wait4), output sizes are those of the last run.
-grep is `grep -a -c -E` with the key messages as its pattern, output to a pipe (GNU grep stops at the first
-match when it writes to /dev/null).
+Each command runs in turn with the others on the same file (this tree, the --before tree, grep), --repeat times;
+wall seconds are median (min-max), CPU seconds (user + system) and peak RSS are each run's own (os.wait4), output
+sizes are those of the last run. grep is `grep -a -c -E` with the key messages as its pattern, its output read
+through a pipe (GNU grep stops at the first match when it writes to /dev/null). Every tree's byte code and cached
+catalogues, rule table and pattern database are made before the timed runs (an installed rdmadoctor has them).
+The whole default run takes a few minutes; 100 MB of every shape with --before takes much longer (the slowest
+shapes read at a few MB/s).
 """
 from __future__ import annotations
 
@@ -145,103 +149,152 @@ def build(shape: str, path: Path, size_mb: float) -> None:
 
 
 # -- timing -------------------------------------------------------------------------------------------------
-def run_once(argv: Sequence[str], env: Dict[str, str], stdout_path: Optional[Path] = None) -> Tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB of this child alone, exit status); CPU seconds in LAST_CPU."""
+class Sample:
+    """One run: wall and CPU seconds, peak RSS (MiB), exit status, output bytes."""
+
+    def __init__(self, wall: float, cpu: float, rss: float, status: int, out_bytes: int):
+        self.wall, self.cpu, self.rss, self.status, self.out_bytes = wall, cpu, rss, status, out_bytes
+
+
+def run_once(argv: Sequence[str], env: Dict[str, str], stdout_path: Optional[Path] = None) -> Sample:
+    """Run in a directory of no checkout (`python -m` looks in the current directory before PYTHONPATH)."""
     out = open(stdout_path, "wb") if stdout_path else subprocess.PIPE
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
+    read = 0
     if out is subprocess.PIPE:
-        while proc.stdout.read(1 << 16):       # a pipe, read as it comes (grep quits early on /dev/null)
-            pass
+        while True:                          # a pipe, read as it comes (grep quits early on /dev/null)
+            chunk = proc.stdout.read(1 << 16)
+            if not chunk:
+                break
+            read += len(chunk)
     _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
+    wall = time.perf_counter() - start
     if stdout_path:
         out.close()
+        read = stdout_path.stat().st_size
     else:
         proc.stdout.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
-    return seconds, usage.ru_maxrss, proc.returncode
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status),
+                  read)
 
 
-LAST_CPU = [0.0]
+def fmt(values: Sequence[float], digits: int = 2) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
-def spread(values: List[float]) -> Tuple[float, float, float]:
-    return min(values), statistics.median(values), max(values)
+class Tree:
+    """A checkout of rdmadoctor to run, with a cache directory of its own (two checkouts may key a cached
+    pattern database alike and differ in how they use it)."""
 
-
-def fmt(values: List[float], digits: int = 2) -> str:
-    lo, med, hi = spread(values)
-    return f"{med:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
-
-
-class Bench:
-    def __init__(self, tree: Path, repeat: int):
-        self.repeat = repeat
-        # an installed rdmadoctor has its byte code compiled: let the measured runs write and reuse theirs
-        self.env = {k: v for k, v in dict(os.environ, PYTHONPATH=str(tree)).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    def __init__(self, label: str, path: Path, tmp: Path):
+        self.label = label
+        self.path = path.resolve()
+        self.env = {k: v for k, v in dict(os.environ, PYTHONPATH=str(self.path),
+                                          XDG_CACHE_HOME=str(tmp / f"cache-{label}")).items()
+                    if k != "PYTHONDONTWRITEBYTECODE"}
         self.cmd = [sys.executable, "-m", "rdmadoctor"]
 
-    def pair(self, explain_args: Sequence[str], grep_argv: Optional[Sequence[str]], out: Path,
-             repeat: Optional[int] = None) -> Dict[str, object]:
-        """explain and grep in turn; explain's output goes to `out`."""
-        times, greps, rss, cpu = [], [], [], []
-        for _ in range(repeat or self.repeat):
-            seconds, peak, status = run_once([*self.cmd, *explain_args], self.env, out)
-            times.append(seconds)
-            cpu.append(LAST_CPU[0])
-            rss.append(peak / 1024)
-            if grep_argv:
-                greps.append(run_once(grep_argv, self.env)[0])
-        return {"times": times, "grep": greps, "rss": rss, "cpu": cpu, "status": status,
-                "out_bytes": out.stat().st_size}
+    def prepare(self, tmp: Path) -> None:
+        """Byte code, the cached catalogues and rule table, and the compiled pattern database, made once."""
+        small = tmp / f"prepare-{self.label}.log"
+        small.write_bytes(SMALL_LOG)
+        run_once([*self.cmd, "explain", str(small)], self.env)
+        warm = "from rdmadoctor.logparse import prefilter\nif hasattr(prefilter, 'warm'): prefilter.warm()"
+        subprocess.run([sys.executable, "-c", warm], env=self.env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=600, cwd=tempfile.gettempdir())
 
 
-def shapes_table(bench: Bench, tmp: Path, shapes: Sequence[str], size_mb: float) -> None:
-    print(f"\n## Shapes at {size_mb:g} MB (wall s: median (min-max) of {bench.repeat}; grep on the same file in turn)")
-    print(f"{'shape':<10} {'MB':>7} {'text s':>18} {'MB/s':>6} {'cpu s':>6} {'json s':>18} {'grep s':>18} "
-          f"{'x grep':>7} {'RSS text':>9} {'RSS json':>9} {'json KB':>8} {'html KB':>8} {'exit':>4}")
+def grep_argv(paths: Sequence[str]) -> List[str]:
+    return ["grep", "-a", "-c", "-E", GREP_PATTERN, *paths]
+
+
+def measure(trees: Sequence[Tree], explain_args: Sequence[str], paths: Sequence[str], tmp: Path, repeat: int,
+            with_grep: bool = True) -> Dict[str, List[Sample]]:
+    """Each tree's `explain ARGS PATHS` and grep on PATHS, in turn, `repeat` times."""
+    out: Dict[str, List[Sample]] = {t.label: [] for t in trees}
+    out["grep"] = []
+    for _ in range(repeat):
+        for tree in trees:
+            out[tree.label].append(run_once([*tree.cmd, "explain", *explain_args, *paths], tree.env,
+                                            tmp / f"out-{tree.label}"))
+        if with_grep:
+            out["grep"].append(run_once(grep_argv(paths), trees[0].env))
+    return out
+
+
+PARSE_ONLY = """
+import os, sys, time
+from rdmadoctor.logparse import catalog, parse_paths, prefilter
+catalog.load()
+prefilter.load(sum(map(os.path.getsize, sys.argv[1:])))
+start = time.process_time()
+parse_paths(sys.argv[1:])
+print(time.process_time() - start)
+"""
+
+
+def parse_cpu(tree: Tree, paths: Sequence[str]) -> float:
+    """CPU seconds of logparse alone (in a process of its own, its catalogues and pattern database loaded first)."""
+    proc = subprocess.run([sys.executable, "-c", PARSE_ONLY, *paths], env=tree.env, capture_output=True, text=True,
+                          cwd=tempfile.gettempdir())
+    try:
+        return float(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return float("nan")
+
+
+def shapes_table(trees: Sequence[Tree], tmp: Path, shapes: Sequence[str], size_mb: float, repeat: int) -> None:
+    print(f"\n## Shapes at {size_mb:g} MB: explain (text) and grep on the same file in turn, {repeat} run(s) each")
+    print("| shape | MB | tree | explain wall s | CPU s | MB/s (CPU) | parse alone CPU s (MB/s) | grep wall s | "
+          "explain / grep (wall) | peak RSS text / --json MB | JSON KB | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in shapes:
         log = tmp / f"{shape}.log"
         build(shape, log, size_mb)
         mb = log.stat().st_size / 1e6
-        grep = ["grep", "-a", "-c", "-E", GREP_PATTERN, str(log)]
-        text = bench.pair(["explain", str(log)], grep, tmp / "out.txt")
-        js = bench.pair(["explain", "--json", str(log)], None, tmp / "out.json")
-        html = bench.pair(["explain", "--html", str(tmp / "out.html"), str(log)], None, tmp / "out.html.txt", 1)
-        html_kb = (tmp / "out.html").stat().st_size / 1024 if (tmp / "out.html").exists() else float("nan")
-        med_text, med_grep = statistics.median(text["times"]), statistics.median(text["grep"])
-        print(f"{shape:<10} {mb:>7.1f} {fmt(text['times']):>18} {mb / med_text:>6.0f} "
-              f"{statistics.median(text['cpu']):>6.2f} {fmt(js['times']):>18} "
-              f"{fmt(text['grep'], 3):>18} {med_text / med_grep:>6.1f}x {max(text['rss']):>7.0f}MB "
-              f"{max(js['rss']):>7.0f}MB {js['out_bytes'] / 1024:>8.0f} {html_kb:>8.0f} {text['status']:>4}")
-        sys.stdout.flush()
+        text = measure(trees, [], [str(log)], tmp, repeat)
+        js = measure(trees, ["--json"], [str(log)], tmp, 1, with_grep=False)
+        grep = statistics.median(s.wall for s in text["grep"])
+        for tree in trees:
+            runs, jruns = text[tree.label], js[tree.label]
+            wall, cpu = [s.wall for s in runs], [s.cpu for s in runs]
+            parse = parse_cpu(tree, [str(log)])
+            print(f"| {shape} | {mb:.1f} | {tree.label} | {fmt(wall)} | {statistics.median(cpu):.2f} | "
+                  f"{mb / statistics.median(cpu):.0f} | {parse:.2f} ({mb / parse:.0f}) | "
+                  f"{fmt([s.wall for s in text['grep']], 3)} | "
+                  f"{statistics.median(wall) / grep:.0f}x | {max(s.rss for s in runs):.0f} / "
+                  f"{max(s.rss for s in jruns):.0f} | {jruns[-1].out_bytes / 1024:.0f} | {runs[-1].status} |")
+            sys.stdout.flush()
         log.unlink()
 
 
-def scaling_table(bench: Bench, tmp: Path, sizes: Sequence[float]) -> None:
+def scaling_table(trees: Sequence[Tree], tmp: Path, sizes: Sequence[float], repeat: int) -> None:
     print("\n## Scaling with input size (dense shape, explain text output)")
-    print(f"{'MB':>7} {'explain s':>18} {'MB/s':>6} {'cpu s':>6} {'s per 100 MB':>12} {'grep s':>18} {'x grep':>7} "
-          f"{'RSS':>7}")
+    print("| MB | tree | explain wall s | CPU s | CPU s per 100 MB | MB/s (wall) | grep wall s | explain / grep | "
+          "peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for size in sizes:
         log = tmp / f"scale-{size}.log"
         build("dense", log, size)
         mb = log.stat().st_size / 1e6
-        grep = ["grep", "-a", "-c", "-E", GREP_PATTERN, str(log)]
-        r = bench.pair(["explain", str(log)], grep, tmp / "out.txt", bench.repeat if size < 500 else 1)
-        med, med_grep = statistics.median(r["times"]), statistics.median(r["grep"])
-        print(f"{mb:>7.0f} {fmt(r['times']):>18} {mb / med:>6.0f} {statistics.median(r['cpu']):>6.2f} "
-              f"{med / mb * 100:>12.2f} {fmt(r['grep'], 3):>18} "
-              f"{med / med_grep:>6.1f}x {max(r['rss']):>5.0f}MB")
-        sys.stdout.flush()
+        r = measure(trees, [], [str(log)], tmp, repeat if size < 500 else 1)
+        grep = statistics.median(s.wall for s in r["grep"])
+        for tree in trees:
+            wall, cpu = [s.wall for s in r[tree.label]], [s.cpu for s in r[tree.label]]
+            print(f"| {mb:.0f} | {tree.label} | {fmt(wall)} | {statistics.median(cpu):.2f} | "
+                  f"{statistics.median(cpu) / mb * 100:.2f} | {mb / statistics.median(wall):.0f} | "
+                  f"{fmt([s.wall for s in r['grep']], 3)} | {statistics.median(wall) / grep:.0f}x | "
+                  f"{max(s.rss for s in r[tree.label]):.0f} |")
+            sys.stdout.flush()
         log.unlink()
 
 
-def files_table(bench: Bench, tmp: Path, counts: Sequence[int]) -> None:
-    print("\n## Scaling with the number of files (fixture logs, one per file; explain --json)")
-    print(f"{'files':>6} {'MB':>6} {'explain s':>18} {'cpu s':>6} {'ms per file':>11} {'grep s':>18} {'RSS':>7} "
-          f"{'json KB':>8} {'exit':>4}")
+def files_table(trees: Sequence[Tree], tmp: Path, counts: Sequence[int], repeat: int) -> None:
+    print("\n## Scaling with the number of files (fixture logs, one per file, digits varied; explain --json)")
+    print("| files | MB | tree | explain wall s | CPU s | CPU ms per file | grep wall s | peak RSS MB | JSON KB | "
+          "exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     logs = _fixture_logs()
     for count in counts:
         d = tmp / f"files-{count}"
@@ -253,62 +306,92 @@ def files_table(bench: Bench, tmp: Path, counts: Sequence[int]) -> None:
             p.write_bytes(_vary(logs[i % len(logs)], rng))
             paths.append(str(p))
         mb = sum(os.path.getsize(p) for p in paths) / 1e6
-        grep = ["grep", "-a", "-c", "-E", GREP_PATTERN, *paths]
-        r = bench.pair(["explain", "--json", *paths], grep, tmp / "out.json")
-        med = statistics.median(r["times"])
-        print(f"{count:>6} {mb:>6.1f} {fmt(r['times']):>18} {statistics.median(r['cpu']):>6.2f} "
-              f"{med / count * 1000:>11.2f} {fmt(r['grep'], 3):>18} "
-              f"{max(r['rss']):>5.0f}MB {r['out_bytes'] / 1024:>8.0f} {r['status']:>4}")
-        sys.stdout.flush()
+        r = measure(trees, ["--json"], paths, tmp, repeat)
+        for tree in trees:
+            runs = r[tree.label]
+            cpu = statistics.median(s.cpu for s in runs)
+            print(f"| {count} | {mb:.1f} | {tree.label} | {fmt([s.wall for s in runs])} | {cpu:.2f} | "
+                  f"{cpu / count * 1000:.2f} | {fmt([s.wall for s in r['grep']], 3)} | "
+                  f"{max(s.rss for s in runs):.0f} | {runs[-1].out_bytes / 1024:.0f} | {runs[-1].status} |")
+            sys.stdout.flush()
         shutil.rmtree(d)
 
 
-def startup_table(bench: Bench, tmp: Path) -> None:
-    print(f"\n## Start-up (wall ms: median (min-max) of {max(5, bench.repeat * 3)})")
+SMALL_LOG = b""
+
+
+def startup_table(trees: Sequence[Tree], tmp: Path, repeat: int) -> None:
+    n = max(10, repeat * 5)
+    print(f"\n## Start-up (ms: median (min-max) of {n}, each command in turn)")
+    print("| command | tree | wall ms | CPU ms | peak RSS MB |")
+    print("|---|---|---|---|---|")
     small = tmp / "small.log"
-    data = (ROOT / "fixtures" / "real" / "felixfu-cx3-write-bw-healthy" / "paste.log").read_bytes()
-    small.write_bytes((data * (5000 // len(data) + 1))[:5000])
-    n = max(5, bench.repeat * 3)
-    rows = [("python -c pass", [sys.executable, "-c", "pass"]),
-            ("rdmadoctor --help", [*bench.cmd, "--help"]),
-            ("explain 5 KB log", [*bench.cmd, "explain", str(small)]),
-            ("explain --json 5 KB", [*bench.cmd, "explain", "--json", str(small)])]
-    for label, argv in rows:
-        run_once(argv, bench.env)     # warm the page cache and the user's compiled-catalogue cache
-        times, cpu = [], []
-        for _ in range(n):
-            times.append(run_once(argv, bench.env)[0] * 1000)
-            cpu.append(LAST_CPU[0] * 1000)
-        print(f"{label:<22} {fmt(times, 0):>16} ms wall, cpu {fmt(cpu, 0)} ms")
+    small.write_bytes(SMALL_LOG)
+    rows = [("python -c pass", None, [sys.executable, "-c", "pass"]),
+            ("rdmadoctor --help", "cmd", ["--help"]),
+            ("explain, 5 KB log", "cmd", ["explain", str(small)]),
+            ("explain --json, 5 KB log", "cmd", ["explain", "--json", str(small)])]
+    for label, kind, args in rows:
+        for tree in (trees if kind else trees[:1]):
+            argv = [*tree.cmd, *args] if kind else args
+            run_once(argv, tree.env)
+            samples = [run_once(argv, tree.env) for _ in range(n)]
+            print(f"| {label} | {tree.label if kind else '-'} | {fmt([s.wall * 1000 for s in samples], 0)} | "
+                  f"{fmt([s.cpu * 1000 for s in samples], 0)} | {max(s.rss for s in samples):.0f} |")
+            sys.stdout.flush()
+
+
+def _small_log() -> bytes:
+    """5 KB of a healthy two-sided paste."""
+    case = ROOT / "fixtures" / "real" / "felixfu-cx3-write-bw-healthy"
+    data = b"".join((case / name).read_bytes() for name in ("server.log", "client.log"))
+    return (data * (5000 // len(data) + 1))[:5000]
+
+
+def _numbers(text: str) -> List[float]:
+    return [float(x) for x in text.split(",") if x]
 
 
 def main() -> None:
+    global SMALL_LOG
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size-mb", type=float, default=100)
+    ap.add_argument("--sizes", default="10", help="shape sizes in MB, comma-separated (default 10)")
+    ap.add_argument("--scaling", default="1,10,100", help="sizes of the scaling series in MB (1000 adds a GB)")
+    ap.add_argument("--files", default="1000,4000", help="file counts")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="10 MB shapes, 2 runs, 1,000 files")
-    ap.add_argument("--big", action="store_true", help="add 1,000 MB to the scaling table")
+    ap.add_argument("--quick", action="store_true", help="1 MB shapes, scaling to 10 MB, 1,000 files, 1 run each")
     ap.add_argument("--only", help="comma-separated: shapes and/or scaling,files,startup")
-    ap.add_argument("--tree", type=Path, default=ROOT, help="the rdmadoctor checkout to measure")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="the rdmadoctor checkout to measure (default: this one)")
+    ap.add_argument("--before", type=Path, help="another checkout, measured in turn on the same files")
     args = ap.parse_args()
     if args.quick:
-        args.size_mb, args.repeat = 10, 2
+        args.sizes, args.scaling, args.files, args.repeat = "1", "1,10", "1000", 1
     only = set(args.only.split(",")) if args.only else None
-    bench = Bench(args.tree.resolve(), args.repeat)
     grep_version = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    print(f"rdmadoctor from {args.tree}; python {sys.version.split()[0]}; {os.cpu_count()} cores; {grep_version}")
+    try:
+        import hyperscan  # noqa: F401
+        fast = "hyperscan present"
+    except ImportError:
+        fast = "hyperscan absent"
+    SMALL_LOG = _small_log()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        trees = [Tree("after" if args.before else "this", args.tree, tmp)]
+        if args.before:
+            trees.append(Tree("before", args.before, tmp))
+        print(f"{', '.join(f'{t.label}: {t.path}' for t in trees)}; python {sys.version.split()[0]}; "
+              f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; {grep_version}; {fast}")
+        for tree in trees:
+            tree.prepare(tmp)
         shapes = [s for s in SHAPES if only is None or s in only]
-        if shapes:
-            shapes_table(bench, tmp, shapes, args.size_mb)
+        for size in _numbers(args.sizes) if shapes else []:
+            shapes_table(trees, tmp, shapes, size, args.repeat if size < 500 else 1)
         if only is None or "scaling" in only:
-            sizes = [1, 10, 100] if not args.quick else [1, 10]
-            scaling_table(bench, tmp, sizes + ([1000] if args.big else []))
+            scaling_table(trees, tmp, _numbers(args.scaling), args.repeat)
         if only is None or "files" in only:
-            files_table(bench, tmp, [1000] if args.quick else [1000, 4000])
+            files_table(trees, tmp, [int(n) for n in _numbers(args.files)], args.repeat)
         if only is None or "startup" in only:
-            startup_table(bench, tmp)
+            startup_table(trees, tmp, args.repeat)
 
 
 if __name__ == "__main__":

@@ -221,3 +221,109 @@ def test_result_rows_are_summarised_not_listed():
     assert measured["median_exact"] and 9000.5 <= measured["median"] <= 9100.5
     best = max(run.results, key=lambda r: r.values["bw_avg"])
     assert best.values["bw_avg"] == 9100.5
+
+
+def test_patterns_are_written_as_hyperscan_takes_them():
+    """Hyperscan has no \\u escape; it scans a block, where a blank or a negated class must not reach the next line."""
+    from rdmadoctor.logparse.prefilter import for_hyperscan
+    assert for_hyperscan(r"driver '(?P<d>[^\s'\u2019\"]+)'$") == "driver '(?P<d>[^\\n\\s'’\\\"]+)'"
+    assert for_hyperscan(r"a\s+[\s,][^]a]") == r"a[\t\x0b\x0c\r ]+[\t\x0b\x0c\r ,][^]\na]"
+    assert for_hyperscan(r"a\Z|b$|[$\Z]|\\z|\$") == r"a|b|[$\Z]|\\z|\$"
+
+
+@pytest.fixture(scope="module")
+def hyperscan_prefilter():
+    hs = pytest.importorskip("hyperscan")
+    from rdmadoctor.logparse import prefilter
+    sources = prefilter._sources()
+    flags = sum(getattr(hs, name) for name in prefilter._FLAGS)
+    database = prefilter._database(hs, [prefilter._expression(s) for s, _ in sources], flags)
+    return prefilter.Prefilter(hs, database, [s for s, _ in sources]) if database is not None else None
+
+
+def test_hyperscan_takes_every_pattern_that_makes_a_line_matter(hyperscan_prefilter):
+    """One pattern hyperscan rejects would cost the prefilter a stand-in: every pattern compiles as it is."""
+    assert hyperscan_prefilter is not None
+
+
+def test_the_prefilter_parses_as_every_line_read(hyperscan_prefilter, monkeypatch):
+    from rdmadoctor.logparse import prefilter
+    text = ((SEED / "client.log").read_text() + "kernel: noise 1\n"
+            "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': No such file\n"
+            "ucp_worker.c:1783 UCX  INFO  ep_cfg[1]: tag(rc_mlx5/mlx5_0:1);\n" + " 65536  5000  1.0  1.0  0.1\n" * 5)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = parse_text(text)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    scanned = parse_text(text)
+    assert [(r.first_line, r.last_line, r.tool, [(m.id, m.line, m.fields) for m in r.messages], len(r.results))
+            for r in scanned.runs] == \
+        [(r.first_line, r.last_line, r.tool, [(m.id, m.line, m.fields) for m in r.messages], len(r.results))
+         for r in every_line.runs]
+    assert [m.fields["driver"] for r in scanned.runs for m in r.messages if "driver" in m.fields] == \
+        ["libmlx4-rdmav34.so"]
+
+
+def test_a_line_of_a_known_shape_reads_as_if_read_on_its_own():
+    """The classifier reuses how it read a line for the lines of the same shape (the same text, other digits): for
+    every line of the fixtures with digits in it, a variant with other digits reads exactly as a fresh classifier
+    reads it, and counts as flattened the same."""
+    import random
+    from rdmadoctor.logparse.lines import LineClassifier
+    rng = random.Random(5)
+    lines = dict.fromkeys(line for path in sorted(FIXTURES.rglob("*.log"))
+                          for line in path.read_text(encoding="utf-8", errors="replace").split("\n")
+                          if any(c.isdigit() for c in line))
+    seen = LineClassifier()
+    replayed = 0
+    for line in lines:
+        seen.classify(line)
+        variant = "".join(str(rng.randrange(10)) if c.isdigit() and c.isascii() else c for c in line)
+        fresh = LineClassifier()
+        expected = fresh.classify(variant)
+        before, known = seen.flattened, variant not in seen._cache and seen._shapes.get(
+            variant.translate(str.maketrans("123456789", "000000000")), ("unsafe",))[0] != "unsafe"
+        assert seen.classify(variant) == expected, (line, variant)
+        if known:
+            replayed += 1
+            assert seen.flattened - before == fresh.flattened, (line, variant)
+    assert replayed > len(lines) // 2
+
+
+@pytest.mark.parametrize("pattern, blind", [(r"Couldn't connect to (?P<host>\S+):(?P<port>\d+)", True),
+                                            (r"[0-9a-f]+\b", True), (r"IPv4\s+tunnel", False),
+                                            (r"syndrome\s+0x", False), (r"[1-9]", False), (r"(\w)\1", False)])
+def test_which_patterns_tell_digits_apart(pattern, blind):
+    from rdmadoctor.logparse.catalog import digit_blind
+    assert digit_blind(pattern) is blind
+
+
+def test_shell_words_split_as_the_shell_does():
+    import shlex
+    from rdmadoctor.logparse.command import shell_words
+    for text in ("-d mlx5_0 -x 3\t192.0.2.1 | tee log", "-x 'NCCL_IB_HCA=mlx5_0 mlx5_1' -np 2", "a\\ b c", "-s 1\x0b2"):
+        assert shell_words(text) == shlex.split(text, posix=True)
+    with pytest.raises(ValueError):
+        shell_words("-x 'open")
+
+
+def test_a_failing_run_beyond_the_kept_ones_keeps_its_own_side():
+    """Runs beyond the kept ones are let go; a later run may be given the memory (and the id) of one of them, and must
+    not inherit what was known about it (its side's evidence)."""
+    banner = "************************************\n* Waiting for client to connect... *\n" \
+             "************************************\n"
+    healthy = banner + HEADER_TRIXIE + \
+        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n" \
+        " 65536      5000           9000.00            9000.00\t\t   0.140000\n"
+    failed = banner + "ethernet_read_keys: Couldn't read remote address\n Unable to read to socket/rdma_cm\n"
+    runs = [r for r in parse_text(healthy * 300 + failed * 20).runs if r.messages]
+    assert len(runs) == 20 and {r.side for r in runs} == {"server"}
+
+
+def test_anchors_found_part_by_part_are_the_anchors():
+    """A line where only one kind of anchor can be is searched for that kind alone: the same places as the whole
+    alternation, on every fixture line and on flattened pastes."""
+    from rdmadoctor.logparse.lines import _ANCHOR_RE, anchor_starts
+    texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted(FIXTURES.rglob("*.log"))]
+    lines = {line for text in texts for line in text.split("\n")} | {" ".join(text.split("\n")) for text in texts}
+    for line in lines:
+        assert anchor_starts(line) == [m.start() for m in _ANCHOR_RE.finditer(line)], line[:200]

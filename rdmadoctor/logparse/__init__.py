@@ -11,12 +11,14 @@ import io
 import os
 import re
 import sys
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
-from rdmadoctor.logparse.lines import ANCHOR_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier
+from rdmadoctor.logparse.lines import NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -25,8 +27,9 @@ from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
 WINDOW = 1 << 13        # a long line is classified this much at a time (some catalogue patterns are quadratic)
 OVERLAP = 1 << 12       # and a message is looked for this far past the window (so that a cut never splits one)
 ROWS_WINDOW = 1 << 20   # the numbers of a flattened result table are read this much at a time
-# where the numbers of a flattened result table stop
-_ROWS_PREFIX = re.compile(r"[0-9.\s]*")
+# what the numbers of a flattened result table are made of: digits, points and blanks (the reader leaves no blank in a
+# line but these)
+_ROW_TEXT = b"0123456789. \t\x0b\x0c\r"
 
 _NAME_SIDE = (("server", re.compile(r"(?<![a-z])(server|srv)(?![a-z])", re.I)),
               ("client", re.compile(r"(?<![a-z])(client|cli)(?![a-z])", re.I)))
@@ -36,9 +39,9 @@ class InputError(Exception):
     """An input that cannot be read at all (missing file, a directory, permission denied)."""
 
 
-def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: int = 0) -> ParsedLog:
+def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[int] = 0) -> ParsedLog:
     """Each input in turn (an input is read to its end before the next is opened). `size_hint`: the inputs'
-    total size when known, which decides whether compiling the prefilter pays (logparse/prefilter.py)."""
+    total size (None: not known), which decides whether the prefilter pays (logparse/prefilter.py)."""
     classifier = LineClassifier()
     runs: List[Run] = []
     sources = []
@@ -82,13 +85,13 @@ class _Source:
         self.pre = pre
         self.long_number: Optional[int] = None    # the line read in windows (longer than reader.MAX_LINE)
         self.long_text = ""
-        self.carry: List[str] = []                # a result row cut by a window's end
+        self.carry: List[bytes] = []              # a result row cut by a window's end
         self.text = ""                            # the line being read
 
     # -- the scan ----------------------------------------------------------------------------------------------
     def read(self, reader: SourceReader) -> None:
         for event in reader.events():
-            if type(event) is Lines:
+            if isinstance(event, Lines):
                 if self.pre is not None:
                     self._scan(event.first, event.data)
                 else:
@@ -109,15 +112,16 @@ class _Source:
         """The lines the prefilter names through the classifier; between them, only result rows can be."""
         self._end_long()
         pos = 0
-        for end in self.pre.line_ends(data):
-            found = data.rfind(b"\n", pos, end - 1)
-            start = found + 1 if found >= 0 else pos
+        assert self.pre is not None
+        for end, found in groupby(self.pre.matches(data), key=itemgetter(0)):
+            found_start = data.rfind(b"\n", pos, end - 1)
+            start = found_start + 1 if found_start >= 0 else pos
             if start > pos:
                 self._gap(number, data[pos:start])
                 number += data.count(b"\n", pos, start)
             line = data[start:end - 1].decode("utf-8", "replace")
             if line:
-                self.line(number, line)
+                self.line(number, line, {pattern for _, pattern in found})
             number += 1
             pos = end
         if pos < len(data):
@@ -160,13 +164,14 @@ class _Source:
         """Reads the start of the long line: result rows in bulk, anything else as a line of its own, cut where
         the classifier would cut it anyway (where something perftest prints, or a message, begins or ends) and
         never inside a message, so that nothing is lost at a cut."""
-        text, number = self.long_text, self.long_number
+        text, number = self.long_text, self.long_number or 0      # (set while a long line is read)
         head = text[:ROWS_WINDOW]
-        rows = _ROWS_PREFIX.match(head).end()
+        encoded = head.encode("utf-8", "surrogatepass")
+        rows = len(encoded) - len(encoded.lstrip(_ROW_TEXT))        # ASCII: as many characters as bytes
         if rows < len(head) or not (final and len(text) == len(head)):
             rows = max(head.rfind(" ", 0, rows), head.rfind("\t", 0, rows)) + 1     # not inside a number
         if rows:
-            self._rows(number, head[:rows].split())
+            self._rows(number, encoded[:rows].split())
             self.long_text = text[rows:]
             return
         self._flush_carry()
@@ -178,7 +183,7 @@ class _Source:
             limit = len(head)
         matches = self.classifier.catalog.find(head)
         spans = [(m.start, m.end) for m in matches]
-        cuts = {m.start() for m in ANCHOR_RE.finditer(head)}
+        cuts = set(anchor_starts(head))
         cuts.update(m.start for m in matches)
         cuts.update(m.end for m in matches)
         cuts.update(table_ends)
@@ -196,7 +201,7 @@ class _Source:
         if head[:cut].strip():
             self.line(number, head[:cut])
 
-    def _rows(self, number: int, tokens: List[str]) -> None:
+    def _rows(self, number: int, tokens: List[bytes]) -> None:
         """Numbers of a flattened result table, in rows of the table's width."""
         builder = self.builder
         if builder.current is None or builder.result_kind is None:
@@ -215,14 +220,17 @@ class _Source:
         if self.carry:
             carry, self.carry = self.carry, []
             if len(carry) >= 3:
-                self.builder.feed(self.long_number, (Item("numbers", tuple(carry)),))
+                self.builder.feed(self.long_number or 0, (Item("numbers", tuple(t.decode() for t in carry)),))
 
-    def line(self, number: int, line: str) -> None:
-        items = self.classify(line)
+    def line(self, number: int, line: str, possible: Optional[Set[int]] = None) -> None:
+        """`possible`: the patterns that can match in the line (prefilter.Prefilter.matches), when known."""
+        items = self.classify(line, possible)
         self.text = line
-        for setting, value, _ in producers.settings_in(line):
-            self.settings[setting] = HeaderField(value, number)
-        if not items:
+        pre = self.pre
+        if possible is None or pre is None or not pre.setting_ids.isdisjoint(possible):
+            for setting, value, _ in producers.settings_in(line):
+                self.settings[setting] = HeaderField(value, number)
+        if not items and (possible is None or pre is None or not pre.row_ids.isdisjoint(possible)):
             row = rows.result_row(line)
             if row is not None:                # a fabtests result row: it has no word the catalogue keys on
                 self._route(number, row)
@@ -231,7 +239,7 @@ class _Source:
         structural = [i for i in items if i.kind not in ("text", "message", "cut_row")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
-        elif _may_name_a_tool(line):
+        elif (possible is None or pre is None or not pre.tool_ids.isdisjoint(possible)) and _may_name_a_tool(line):
             command = producers.parse_command(line)
             if command is not None:
                 self.others.command(number, command)
@@ -288,16 +296,18 @@ def parse_paths(paths: Iterable[str]) -> ParsedLog:
     """Files by path; '-' is standard input. Unreadable paths raise InputError before any parsing; then the files
     are opened one at a time (thousands of them never hold thousands of descriptors)."""
     paths = list(paths)
-    total = 0
+    total: Optional[int] = 0
     for path in paths:
         if path == "-":
+            total = None          # standard input: its size is not known
             continue
         p = Path(path)
         if p.is_dir():
             raise InputError(f"{path}: is a directory, not a log file")
         try:
             with open(p, "rb") as f:
-                total += os.fstat(f.fileno()).st_size
+                size = os.fstat(f.fileno()).st_size
+            total = None if total is None else total + size
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Optional, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,11 +53,119 @@ class Pattern:
     origin: Optional[str] = None     # "perftest_resources.c:destroy_ctx" for generated entries
     producer: str = "perftest"       # the catalogue it comes from (knowledge/messages/<producer>.toml)
     result: bool = False             # the line reports a measurement: the run completed (`result = true`)
+    digit_blind: bool = False        # matches the same spans in lines that differ only in their digits (digit_blind())
+    needles: Tuple[str, ...] = ()    # text (lowercase ASCII) every line it matches holds (needles())
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
         # compiled lazily: most of the ~1000 patterns never meet a line with their keyword
         return re.compile(self.source, re.IGNORECASE)
+
+
+_DIGITS = range(48, 58)
+# which character categories hold every digit (True) or none (False)
+_CATEGORY_DIGITS = {"CATEGORY_DIGIT": True, "CATEGORY_NOT_DIGIT": False, "CATEGORY_WORD": True,
+                    "CATEGORY_NOT_WORD": False, "CATEGORY_SPACE": False, "CATEGORY_NOT_SPACE": True,
+                    "CATEGORY_LINEBREAK": False, "CATEGORY_NOT_LINEBREAK": True}
+
+
+def digit_blind(source: str, flags: int = re.IGNORECASE) -> bool:
+    """True when nothing in the pattern tells one digit from another (no digit written in it, no class that holds some
+    digits but not all, no back-reference): the regular expression engine then takes the same steps on two texts that
+    differ only in their digits. False when unsure."""
+    try:
+        return _blind(_sre_parse(source, flags))
+    except Exception:       # noqa: BLE001 - a parser of another Python: assume the pattern sees digits
+        return False
+
+
+def _sre_parse(source: str, flags: int):
+    """Python's own parse of a regular expression (re._parser since 3.11, sre_parse before)."""
+    import importlib
+    try:
+        parser = importlib.import_module("re._parser")
+    except ImportError:                         # pragma: no cover - Python 3.9 and 3.10
+        parser = importlib.import_module("sre_parse")
+    return parser.parse(source, flags)
+
+
+def needles(source: str, flags: int = re.IGNORECASE) -> Tuple[str, ...]:
+    """The longest runs of plain ASCII text (lowercase, 3 characters or more, at most 3 of them) that every match of
+    the pattern holds: its literal text outside optional parts, alternatives and assertions. A line (ASCII,
+    lowercased) without one of them cannot match, and the pattern is not even compiled for it."""
+    runs: List[str] = []
+    try:
+        _literal_runs(_sre_parse(source, flags), runs)
+    except Exception:       # noqa: BLE001 - a parser of another Python: no needles, the pattern is always tried
+        return ()
+    found = sorted({r for r in runs if len(r) >= 3}, key=len, reverse=True)
+    return tuple(found[:3])
+
+
+def _literal_runs(tree, runs: List[str]) -> None:
+    run: List[str] = []
+
+    def close() -> None:
+        if run:
+            runs.append("".join(run).lower())
+            run.clear()
+
+    for op, av in tree:
+        name = str(op)
+        if name == "LITERAL" and av < 128:
+            run.append(chr(av))
+            continue
+        close()
+        if name == "SUBPATTERN":
+            _literal_runs(av[-1], runs)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and av[0] >= 1:
+            _literal_runs(av[2], runs)
+        elif name == "ATOMIC_GROUP":
+            _literal_runs(av, runs)
+    close()
+
+
+def _blind(tree) -> bool:
+    for op, av in tree:
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL"):
+            blind = av not in _DIGITS
+        elif name == "IN":
+            blind = _class_blind(av)
+        elif name == "SUBPATTERN":
+            blind = _blind(av[-1])
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            blind = _blind(av[2])
+        elif name == "BRANCH":
+            blind = all(_blind(branch) for branch in av[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            blind = _blind(av[1])
+        elif name == "ATOMIC_GROUP":
+            blind = _blind(av)
+        else:
+            blind = name in ("ANY", "AT")          # a back-reference, a conditional group: not blind
+        if not blind:
+            return False
+    return True
+
+
+def _class_blind(items) -> bool:
+    held = set()
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL" and av in _DIGITS:
+            held.add(av)
+        elif name == "RANGE":
+            held.update(d for d in _DIGITS if av[0] <= d <= av[1])
+        elif name == "CATEGORY":
+            every = _CATEGORY_DIGITS.get(str(av))
+            if every is None:
+                return False
+            if every:
+                held.update(_DIGITS)
+        elif name not in ("LITERAL", "NEGATE"):
+            return False
+    return len(held) in (0, len(_DIGITS))
 
 
 @dataclass
@@ -158,24 +266,41 @@ class Catalog:
         self.patterns = patterns
         self.by_keyword: Dict[str, List[Pattern]] = {}
         self.unkeyed: List[Pattern] = []
-        for p in patterns:
+        # the same, as indexes into `patterns` (what the prefilter reports a line's possible matches by)
+        self._numbered_by_keyword: Dict[str, List[Tuple[int, Pattern]]] = {}
+        self._numbered_unkeyed: List[Tuple[int, Pattern]] = []
+        for i, p in enumerate(patterns):
             if p.keyword:
                 self.by_keyword.setdefault(p.keyword, []).append(p)
+                self._numbered_by_keyword.setdefault(p.keyword, []).append((i, p))
             else:
                 self.unkeyed.append(p)
+                self._numbered_unkeyed.append((i, p))
         self.keywords = frozenset(self.by_keyword)
 
-    def candidates(self, words: Iterable[str]) -> List[Pattern]:
+    def candidates(self, words: Iterable[str], allowed: Optional[AbstractSet[int]] = None) -> List[Pattern]:
+        """The patterns that can match a line of these words; `allowed`: the indexes of the only patterns that can
+        (the prefilter's answer for the line), when known."""
+        if allowed is not None:
+            found = [p for i, p in self._numbered_unkeyed if i in allowed]
+            for word in self.keywords.intersection(words):
+                found.extend(p for i, p in self._numbered_by_keyword[word] if i in allowed)
+            return found
         found = list(self.unkeyed)
         # the set intersection runs in C: most lines share no word, or one, with the keywords
         for word in self.keywords.intersection(words):
             found.extend(self.by_keyword[word])
         return found
 
-    def find(self, line: str, words: Optional[Iterable[str]] = None) -> List[Match]:
-        """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known."""
+    def find(self, line: str, words: Optional[Iterable[str]] = None,
+             allowed: Optional[AbstractSet[int]] = None) -> List[Match]:
+        """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known; `allowed`:
+        see candidates()."""
         matches: List[Match] = []
-        for pattern in self.candidates(words if words is not None else line_words(line)):
+        low = line.lower() if line.isascii() else None
+        for pattern in self.candidates(words if words is not None else line_words(line), allowed):
+            if low is not None and pattern.needles and not all(n in low for n in pattern.needles):
+                continue
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
                     matches.append(Match(pattern, found.start(), found.end(), found.group(0),
@@ -266,7 +391,7 @@ def _entries(path: Path) -> List[Pattern]:
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
-                result=bool(entry.get("result"))))
+                result=bool(entry.get("result")), digit_blind=digit_blind(source), needles=needles(source)))
     return patterns
 
 
@@ -280,7 +405,7 @@ def _generated() -> List[Pattern]:
             patterns.append(Pattern(
                 id=f"A:{file}:{function}", kind=_kind_of(literal), phase=_phase_of(file, function),
                 source=source, keyword=_keyword_of(source), literal_length=_literal_length(source),
-                curated=False, origin=f"{file}:{function}"))
+                curated=False, origin=f"{file}:{function}", digit_blind=digit_blind(source), needles=needles(source)))
     return patterns
 
 
@@ -312,7 +437,7 @@ def load() -> Catalog:
 
 def _fields(p: Pattern) -> tuple:
     return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
-            p.producer, p.result)
+            p.producer, p.result, p.digit_blind, p.needles)
 
 
 def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:

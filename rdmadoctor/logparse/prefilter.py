@@ -7,25 +7,29 @@ setting (`VAR=value`, `--mca`). Result rows are read in bulk by the run builder 
 
 With the optional `hyperscan` package the patterns are compiled into one database (patterns it cannot take
 exactly are approximated from above, HS_FLAG_PREFILTER, so a line is never missed) that scans a block at
-hundreds of MB/s and reports each line that holds a match once. The database is built from the patterns
-themselves when the parser loads (a new catalogue entry is found as soon as it is written) and kept compiled
-in the user's cache directory, keyed by a hash of the patterns and the hyperscan version. Without hyperscan,
-or when the database cannot be had, `Prefilter.available` is False and every line is read (the same result,
-slower).
+hundreds of MB/s and reports, for each line that can matter, which patterns can match in it: the classifier then
+tries only those of the catalogue's patterns (logparse/catalog.py), and the settings and command-line readers run
+only where theirs can. The database is built from the patterns themselves when the parser loads (a new catalogue
+entry is found as soon as it is written) and kept compiled in the user's cache directory, keyed by a hash of the
+patterns as hyperscan takes them and the hyperscan version. Without hyperscan, or when the database cannot be had,
+load() gives None and every line is read (the same result, slower).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import sys
-import tempfile
+import re
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
+
+from rdmadoctor.runtime import cache
 
 # Other modules of logparse that read lines the patterns above do not cover register their own patterns here
 # (as Python regular expressions, searched case-insensitively) before the first scan.
 _EXTRA: List[str] = []
 COMPILE_ABOVE = 32 << 20      # input bytes from which compiling a missing database pays for itself
+USE_ABOVE = 256 << 10         # and from which loading a compiled one does
 
 
 def register(pattern: str) -> None:
@@ -37,70 +41,110 @@ def register(pattern: str) -> None:
 
 def patterns() -> List[str]:
     """Every pattern a line that matters matches, as Python regular expressions (case-insensitive)."""
+    return [source for source, _ in _sources()]
+
+
+def _sources() -> List[Tuple[str, Optional[str]]]:
+    """(pattern, a literal every line it matches holds, or None): the literal stands in for a pattern hyperscan
+    cannot take (a catalogue pattern only ever meets the lines that hold its keyword: catalog.Catalog.candidates)."""
     from rdmadoctor.logparse import catalog, lines, producers, rows
-    out = [p.source for p in catalog.load().patterns]
-    out += [p.source for p in rows._patterns()] + [rows._SHAPE.pattern]     # result rows of other producers
-    out += [lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern, lines.ADDRESS_RE.pattern,
-            lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern, lines.SIDE_WORDS_RE,
-            producers._TOOL_RE.pattern, producers._SETTING_RE.pattern, producers._MCA_RE.pattern]
-    return out + _EXTRA
+    out: List[Tuple[str, Optional[str]]] = [(p.source, p.keyword or None) for p in catalog.load().patterns]
+    out += [(p.source, p.keyword or None) for p in rows._patterns()] + [(rows._SHAPE.pattern, None)]
+    out += [(s, None) for s in (lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern,
+                                lines.ADDRESS_RE.pattern, lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern,
+                                lines.SIDE_WORDS_RE, producers._TOOL_RE.pattern, producers._SETTING_RE.pattern,
+                                producers._MCA_RE.pattern)]
+    return out + [(s, None) for s in _EXTRA]
 
 
-def _without_end_anchors(source: str) -> str:
-    """`$`, `\\Z` and `\\z` dropped (hyperscan takes no anchor inside a pattern; without them a pattern matches
-    more, never less). Inside a character class `$` is a plain dollar and stays."""
-    out, i, in_class = [], 0, False
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|.)", re.S)
+# A blank within one line: hyperscan scans a whole block, where \s and a negated class would also match a newline and
+# carry a match (and the automaton's work) from line to line
+_BLANK, _BLANKS_IN_CLASS = r"[\t\x0b\x0c\r ]", r"\t\x0b\x0c\r "
+
+
+def for_hyperscan(source: str) -> str:
+    """A Python pattern as hyperscan takes it, for lines of a block: `$`, `\\Z` and `\\z` dropped (hyperscan takes no
+    anchor inside a pattern; without them a pattern matches more, never less; inside a character class `$` is a plain
+    dollar and stays); Python's `\\uXXXX` escapes written as the characters themselves (PCRE has no `\\u`); blanks and
+    negated classes kept from matching a newline (a line's own matches are the same)."""
+    out: List[str] = []
+    i, in_class, negated = 0, False, False
     while i < len(source):
         c = source[i]
         if c == "\\":
-            if not in_class and source[i + 1:i + 2] in ("Z", "z"):
-                i += 2
-                continue
-            out.append(source[i:i + 2])
-            i += 2
-            continue
-        if in_class:
+            text, i = _escape(source, i, in_class, negated)
+            out.append(text)
+        elif in_class:
             if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
+                in_class = negated = False
             out.append(c)
             i += 1
-            if source[i:i + 1] == "^":
-                out.append("^")
-                i += 1
-            if source[i:i + 1] == "]":
-                out.append("]")
-                i += 1
-            continue
-        elif c == "$":
+        elif c == "[":
+            text, i, negated = _class_start(source, i)
+            in_class = True
+            out.append(text)
+        else:
+            out.append("" if c == "$" else c)
             i += 1
-            continue
-        out.append(c)
-        i += 1
     return "".join(out)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rdmadoctor"
+def _escape(source: str, i: int, in_class: bool, negated: bool) -> Tuple[str, int]:
+    """The escape at source[i] as hyperscan takes it, and where the source goes on."""
+    m = _ESCAPE.match(source, i)
+    if m is None:
+        return source[i:i + 2], i + 2
+    code = m.group(1) or m.group(2)
+    if code:
+        return re.escape(chr(int(code, 16))), m.end()
+    letter = source[i + 1:i + 2]
+    if letter == "s" and not negated:
+        return (_BLANKS_IN_CLASS if in_class else _BLANK), m.end()
+    if letter in ("Z", "z") and not in_class:
+        return "", m.end()
+    return source[i:i + 2], m.end()
+
+
+def _class_start(source: str, i: int) -> Tuple[str, int, bool]:
+    """A character class's opening at source[i] (`[`, `[^`, and a `]` first in it, which is a plain one); a negated
+    class is kept from matching a newline."""
+    text, i = "[", i + 1
+    negated = source[i:i + 1] == "^"
+    if negated:
+        text, i = text + "^", i + 1
+    if source[i:i + 1] == "]":
+        text, i = text + "]", i + 1
+    return text + ("\\n" if negated else ""), i, negated
 
 
 class Prefilter:
-    """`line_ends(data)`: the offset just past the newline of every line of `data` that can matter."""
+    """`matches(data)`: for every line of `data` that can matter, the offset just past its newline and which patterns
+    can match in it (indexes into patterns(): the catalogue's patterns first, in the catalogue's order)."""
 
     def __init__(self, hs, database, sources: List[str]):
         self._hs = hs
         self._db = database
         self._scratch = hs.Scratch(database)
         self.sources = sources
+        from rdmadoctor.logparse import producers
+        # a line where none of these can match shows no setting, and no other producer's command line
+        self.setting_ids = frozenset(i for i, s in enumerate(sources)
+                                     if s in (producers._SETTING_RE.pattern, producers._MCA_RE.pattern))
+        self.tool_ids = frozenset(i for i, s in enumerate(sources) if s == producers._TOOL_RE.pattern)
+        from rdmadoctor.logparse import rows
+        # a line where none of these can match holds no result row of another producer's table
+        self.row_ids = frozenset(i for i, s in enumerate(sources)
+                                 if s in {p.source for p in rows._patterns()} | {rows._SHAPE.pattern})
 
-    def line_ends(self, data: bytes) -> List[int]:
-        ends: List[int] = []
-        add = ends.append
-        self._db.scan(data, match_event_handler=lambda _id, _start, end, _flags, _ctx: add(end),
+    def matches(self, data: bytes) -> List[Tuple[int, int]]:
+        """(end of line, pattern) pairs, in the order of the lines."""
+        found: List[Tuple[int, int]] = []
+        add = found.append
+        self._db.scan(data, match_event_handler=lambda pattern, _start, end, _flags, _ctx: add((end, pattern)),
                       scratch=self._scratch)
-        return ends
+        found.sort()
+        return found
 
 
 _LOADED: dict = {}
@@ -109,10 +153,13 @@ _LOADED: dict = {}
 _FLAGS = ("HS_FLAG_CASELESS", "HS_FLAG_PREFILTER", "HS_FLAG_MULTILINE", "HS_FLAG_ALLOWEMPTY", "HS_FLAG_UTF8")
 
 
-def load(input_bytes: int = 0) -> Optional[Prefilter]:
-    """The prefilter, or None (no hyperscan; no cached database and an input too small to pay for compiling one).
-    RDMADOCTOR_PREFILTER=off reads every line; =on compiles the database whatever the input's size."""
-    if os.environ.get("RDMADOCTOR_PREFILTER", "") == "off":
+def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
+    """The prefilter, or None: no hyperscan; an input smaller than USE_ABOVE (`input_bytes`; None: not known, as for
+    standard input), where loading the database costs more than it saves; no cached database and an input too small
+    to pay for compiling one. RDMADOCTOR_PREFILTER=off reads every line; =on uses the database, compiled if need be,
+    whatever the input's size."""
+    setting = os.environ.get("RDMADOCTOR_PREFILTER", "")
+    if setting == "off" or (setting != "on" and input_bytes is not None and input_bytes < USE_ABOVE):
         return None
     try:
         import hyperscan as hs
@@ -120,46 +167,77 @@ def load(input_bytes: int = 0) -> Optional[Prefilter]:
         return None
     if "db" in _LOADED:
         return _LOADED["db"]
-    sources = patterns()
-    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS), *sources]).encode())
-    path = _cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
+    sources = _sources()
+    # keyed by the patterns and by this module (which writes them as hyperscan takes them)
+    digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
+                                       *(f"{s}\1{k}" for s, k in sources)]).encode())
+    digest.update(Path(__file__).read_bytes())
+    path = cache.cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = None
     try:
         database = hs.loadb(path.read_bytes(), hs.HS_MODE_BLOCK)
     except (OSError, Exception):    # noqa: BLE001 - missing, truncated, another CPU's: compile it again
         database = None
     if database is None:
-        if input_bytes < COMPILE_ABOVE and os.environ.get("RDMADOCTOR_PREFILTER", "") != "on":
+        if (input_bytes or 0) < COMPILE_ABOVE and setting != "on":
             return None
         database = _compile(hs, sources)
         if database is None:
             _LOADED["db"] = None
             return None
         _save(path, hs.dumpb(database))
-    _LOADED["db"] = Prefilter(hs, database, sources)
+    _LOADED["db"] = Prefilter(hs, database, [s for s, _ in sources])
     return _LOADED["db"]
 
 
-def _compile(hs, sources: List[str]):
-    """One database; every pattern reports id 0, so hyperscan reports a line once however many patterns match."""
-    expressions = [b"(?:" + _without_end_anchors(s).encode("utf-8") + b")[^\\n]*\\n" for s in sources]
+def _expression(source: str) -> bytes:
+    return b"(?:" + for_hyperscan(source).encode("utf-8") + b")[^\\n]*\\n"
+
+
+def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
+    """One database of every pattern. A pattern hyperscan cannot take, even approximated, is replaced by its literal
+    (a line that holds it reaches the parser), or without one by every line; None when not even that compiles."""
     flags = sum(getattr(hs, name) for name in _FLAGS)
+    expressions = [_expression(source) for source, _ in sources]
+    database = _database(hs, expressions, flags)
+    if database is not None:
+        return database
+    for i in _rejected(hs, expressions, flags):
+        literal = sources[i][1]
+        expressions[i] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
+    return _database(hs, expressions, flags)
+
+
+def _database(hs, expressions: List[bytes], flags: int):
+    """Each expression reports its index (at most once for a line: each ends at the line's newline)."""
     database = hs.Database(mode=hs.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=expressions, ids=[0] * len(expressions), flags=[flags] * len(expressions))
+        database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[flags] * len(expressions))
         return database
-    except Exception:       # noqa: BLE001 - one pattern it cannot take: without the prefilter, every line is read
+    except Exception:       # noqa: BLE001 - hyperscan.error, or a resource limit
         return None
+
+
+def _rejected(hs, expressions: List[bytes], flags: int, offset: int = 0) -> List[int]:
+    """The indexes of the expressions hyperscan rejects (its error does not say which): halves, recursively."""
+    if not expressions or _database(hs, expressions, flags) is not None:
+        return []
+    if len(expressions) == 1:
+        return [offset]
+    half = len(expressions) // 2
+    return _rejected(hs, expressions[:half], flags, offset) + _rejected(hs, expressions[half:], flags, offset + half)
 
 
 def _save(path: Path, blob: bytes) -> None:
     """Written to a temporary file and renamed: a reader never sees half a database."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".prefilter-")
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
         os.replace(tmp, path)
+        cache.prune(path.parent, "prefilter-*.hsdb", keep=4)       # a few MB each
     except OSError:
         pass
 
@@ -169,6 +247,6 @@ def warm(report: Callable[[str], None] = lambda _m: None) -> bool:
     global COMPILE_ABOVE
     saved, COMPILE_ABOVE = COMPILE_ABOVE, 0
     try:
-        return load() is not None
+        return load(None) is not None
     finally:
         COMPILE_ABOVE = saved

@@ -10,10 +10,10 @@ ping-pong client names its server), and the environment and MCA settings a paste
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
+from rdmadoctor.logparse.command import shell_words
 from rdmadoctor.model import Command, HeaderField, Message, Run
 
 MAX_RUNS = 256
@@ -129,10 +129,12 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
     if name == "rdma" and rest.split()[:1] not in ([w] for w in _RDMA_OBJECTS):
         return None                        # iproute2's rdma names an object first: rdma link, rdma dev ...
     try:
-        tokens = shlex.split(rest, posix=True)
+        tokens = shell_words(rest)
     except ValueError:
         tokens = rest.split()
-    argv, options, host = [name], {}, None
+    argv: List[str] = [name]
+    options: Dict[str, object] = {}
+    host: Optional[str] = None
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -149,11 +151,12 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         elif host is None and _HOST.match(tok) and tool.side not in ("none",):
             host = tok
         i += 1
-    if tool.side == "rping" and isinstance(options.get("-a"), str) and "-c" in options:
-        host = options["-a"]
-    if tool.side == "cmatose" and isinstance(options.get("-s"), str):
-        host = options["-s"]
-    return name, tool, argv, options, host, (text[m.start("tool"):m.end()] + rest).strip()
+    address, server = options.get("-a"), options.get("-s")
+    if tool.side == "rping" and isinstance(address, str) and "-c" in options:
+        host = address
+    if tool.side == "cmatose" and isinstance(server, str):
+        host = server
+    return name, tool, argv, dict(options), host, (text[m.start("tool"):m.end()] + rest).strip()
 
 
 class ProducerRuns:
@@ -187,7 +190,8 @@ class ProducerRuns:
         run.tool = name
         side = _side(tool, options, host)
         if side:
-            run.side, run.side_reason = side, f"command line ({'names server ' + host if host else 'no server address'})"
+            named = f"names server {host}" if host else "no server address"
+            run.side, run.side_reason = side, f"command line ({named})"
         run.last_line = number
         self.last = run
         return run

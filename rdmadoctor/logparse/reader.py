@@ -10,6 +10,8 @@ read in windows.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from itertools import accumulate
 from typing import BinaryIO, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from rdmadoctor.model import SourceText
@@ -29,6 +31,10 @@ _UNICODE_BLANKS = ("\x85", "\u1680", *map(chr, range(0x2000, 0x200b)), "\u2028",
 _CLEAN = str.maketrans({**{chr(c): " " for c in _CONTROLS}, **{c: " " for c in _UNICODE_BLANKS}, "\ufeff": " ",
                         "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
 _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
+# What _CLEAN does to characters beyond ASCII, as replacements of their UTF-8 bytes (valid UTF-8 is cleaned without
+# being decoded: a UTF-8 sequence never matches inside another character's)
+_CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if c > 127)
+_ASCII = bytes(range(128))
 
 
 def clean_block(text: str) -> str:
@@ -171,25 +177,43 @@ class SourceReader:
     def _keep(self, lines: List[bytes], first: int) -> None:
         kept = self.text.lines
         room = KEEP_LINES - len(kept)
-        for line in lines[:room]:
-            text = line[:MAX_LINE].decode("utf-8", "replace")
-            self._kept_chars += len(text)
-            self.budget.chars -= len(text)
-            kept.append(text)
-            if self._kept_chars >= KEEP_CHARS or self.budget.chars <= 0:
-                break
+        batch = lines[:room]
+        if max(map(len, batch), default=0) > MAX_LINE:
+            batch = [line[:MAX_LINE] for line in batch]
+            texts = [line.decode("utf-8", "replace") for line in batch]
+        else:
+            texts = b"\n".join(batch).decode("utf-8", "replace").split("\n") if batch else []
+        # the lines up to the one that reaches the budget (of this input, or of all), that one included
+        totals = list(accumulate(map(len, texts)))
+        limit = min(KEEP_CHARS - self._kept_chars, self.budget.chars)
+        taken = min(len(texts), bisect_left(totals, limit) + 1)
+        if taken:
+            kept.extend(texts[:taken])
+            self._kept_chars += totals[taken - 1]
+            self.budget.chars -= totals[taken - 1]
         if len(kept) >= KEEP_LINES or self._kept_chars >= KEEP_CHARS or self.budget.chars <= 0:
             self._keeping = False
 
     # -- cleaning ----------------------------------------------------------------------------------------------
     def _clean(self, raw: bytes) -> bytes:
-        if raw.isascii():
-            if b"\x1b" in raw:
-                raw = _ANSI_BYTES.sub(b"", raw)
-            if b"\r" in raw:
-                raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            return raw.translate(_CLEAN_BYTES)
-        return clean_block(self._decode(raw)).encode("utf-8", "surrogatepass")
+        ascii_only = raw.isascii()
+        if not ascii_only:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return clean_block(self._decode(raw)).encode("utf-8", "surrogatepass")
+        if b"\x1b" in raw:
+            raw = _ANSI_BYTES.sub(b"", raw)
+        if b"\r" in raw:
+            raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        raw = raw.translate(_CLEAN_BYTES)
+        if not ascii_only:
+            # looked for among the bytes beyond ASCII alone (few): in valid UTF-8 a character's bytes stay together
+            beyond = raw.translate(None, _ASCII)
+            for sequence, replacement in _CLEAN_UTF8:
+                if sequence in beyond:
+                    raw = raw.replace(sequence, replacement)
+        return raw
 
     def _decode(self, raw: bytes) -> str:
         try:

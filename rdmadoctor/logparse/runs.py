@@ -9,8 +9,8 @@ the current one.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from typing import Dict, List, Optional, Sequence
+from array import array
+from typing import Dict, List, Optional
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.logparse.lines import Item
@@ -19,7 +19,7 @@ from rdmadoctor.model import Address, Command, HeaderField, Message, ResultRow, 
 MAX_RUNS = 256          # per source; a log with more runs keeps the first ones (and says so)
 MAX_MESSAGES = 400      # messages kept per run
 MAX_SIZES = 256         # message sizes whose first row a run keeps (perftest -a prints 23)
-SKETCH_KEYS = 1 << 16   # distinct values counted exactly in the open run; beyond, in buckets of 0.1%
+SKETCH_VALUES = 1 << 18     # values of the measured column kept in the open run (median exact); beyond, a sketch
 
 _ROW_COLUMNS = {
     "bw": ("bw_peak", "bw_avg", "msg_rate", "cpu_util"),
@@ -41,72 +41,48 @@ def _number(text) -> float:
         return float("nan")
 
 
-def _plain_numbers(tokens: List[str]) -> bool:
+def _plain_numbers(tokens: List[bytes]) -> bool:
     """Every token a number as perftest prints one (digits, at most one point, not at an end)."""
-    text = " ".join(tokens)
-    return not text.translate(_NOT_NUMBER) and not text.startswith(".") and not text.endswith(".") and \
-        ".." not in text.translate(_DIGITS) and " ." not in text and ". " not in text
-
-
-_NOT_NUMBER = str.maketrans("", "", "0123456789. ")
-_DIGITS = str.maketrans("", "", "0123456789")
+    text = b" ".join(tokens)
+    return not text.translate(None, b"0123456789. ") and not text.startswith(b".") and not text.endswith(b".") and \
+        b".." not in text.translate(None, b"0123456789") and b" ." not in text and b". " not in text
 
 
 class _Sketch:
-    """The values of one column: exact counts while they are few, else counts in buckets 0.1% wide (the median is
-    then approximate, and says so). Bounded whatever the number of rows."""
+    """The values of one column (floats, NaN left out): all of them while they are at most SKETCH_VALUES, and the median
+    exact; beyond, every 2nd, 4th ... value in the order they came (a sample of at most SKETCH_VALUES: the median is the
+    sample's, and says so; min and max stay exact). Bounded whatever the number of rows; every step runs in C."""
 
-    __slots__ = ("counts", "exact")
+    __slots__ = ("sample", "step", "count", "low", "high")
 
     def __init__(self):
-        self.counts: Counter = Counter()
-        self.exact = True
+        self.sample = array("d")
+        self.step = 1
+        self.count = 0
+        self.low, self.high = math.inf, -math.inf     # of the values seen once sampling began
 
-    def add(self, values: Sequence) -> None:
-        if self.exact:
-            self.counts.update(values)
-            if len(self.counts) > SKETCH_KEYS:
-                self._bucket()
-        else:
-            self.counts.update(map(_bucket_of, map(_number, values)))
-
-    def _bucket(self) -> None:
-        buckets: Counter = Counter()
-        for value, n in self.counts.items():
-            buckets[_bucket_of(_number(value))] += n
-        self.counts, self.exact = buckets, False
+    def add(self, values: List[float]) -> None:
+        if not values:
+            return
+        taken = values
+        if self.step > 1:
+            self.low, self.high = min(self.low, min(values)), max(self.high, max(values))
+            taken = values[-self.count % self.step::self.step]      # the values at every step-th place overall
+        self.count += len(values)
+        self.sample.extend(taken)
+        while len(self.sample) > SKETCH_VALUES:
+            self.low, self.high = min(self.low, min(self.sample)), max(self.high, max(self.sample))
+            self.sample = self.sample[::2]
+            self.step *= 2
 
     def summary(self) -> Optional[Dict[str, object]]:
-        if self.exact:
-            pairs = sorted((v, n) for v, n in ((_number(k), n) for k, n in self.counts.items()) if not math.isnan(v))
-        else:
-            pairs = sorted((_bucket_value(b), n) for b, n in self.counts.items() if b is not None)
-        total = sum(n for _, n in pairs)
-        if not total:
+        values = sorted(self.sample)
+        if not values:
             return None
-        seen, median = 0, pairs[-1][0]
-        for value, n in pairs:
-            seen += n
-            if seen * 2 >= total:
-                median = value
-                break
-        return {"min": pairs[0][0], "median": median, "max": pairs[-1][0], "values": total,
-                "median_exact": self.exact}
-
-
-def _bucket_of(value: float) -> Optional[int]:
-    if math.isnan(value) or math.isinf(value):
-        return None
-    if value == 0:
-        return 0
-    b = int(round(math.log(abs(value)) / math.log(1.001))) + 1
-    return b if value > 0 else -b
-
-
-def _bucket_value(b: int) -> float:
-    if b == 0:
-        return 0.0
-    return math.copysign(1.001 ** (abs(b) - 1), b)
+        exact = self.step == 1
+        return {"min": values[0] if exact else min(self.low, values[0]), "median": values[(len(values) - 1) // 2],
+                "max": values[-1] if exact else max(self.high, values[-1]), "values": self.count,
+                "median_exact": exact}
 
 
 class RowStats:
@@ -174,9 +150,9 @@ class RowStats:
             self.units.add(row.unit)
             self._keep(ordinal, row, "unit")
         self._move("last", ordinal, row)
-        metric = _METRIC[row.kind]
-        if metric in row.values:
-            self._sketch(row.kind, row.unit).add((row.values[metric],))
+        value = row.values.get(_METRIC[row.kind], math.nan)
+        if value == value:
+            self._sketch(row.kind, row.unit).add([value])
 
     def _sketch(self, kind: str, unit: Optional[str]) -> _Sketch:
         key = (kind, unit)
@@ -185,9 +161,11 @@ class RowStats:
             sketch = self.sketches[key] = _Sketch()
         return sketch
 
-    def add_columns(self, first_line: int, same_line: bool, kind: str, unit: Optional[str], cols: List[list]) -> None:
+    def add_columns(self, first_line: int, same_line: bool, kind: str, unit: Optional[str], cols: List[list],
+                    tokens: Optional[set] = None) -> None:
         """Many rows at once, as columns of tokens: every row real (sizes and counts below 2^32, no size 0), no NaN.
-        Row i is on line first_line + i, or on first_line for all (`same_line`: a flattened table)."""
+        Row i is on line first_line + i, or on first_line for all (`same_line`: a flattened table). `tokens`: the set of
+        the first column's tokens, when known."""
         names = _ROW_COLUMNS[kind]
         n = len(cols[0])
         base = self.count
@@ -201,7 +179,8 @@ class RowStats:
             self._keep(0, row(0), "first")
         for i in range(min(n, 2 - self.real) if self.real < 2 else 0):
             self._keep(base + i, row(i), "real")
-        tokens = set(cols[0])
+        if tokens is None:
+            tokens = set(cols[0])
         by_size: Dict[int, int] = {}
         for token in tokens:
             i = cols[0].index(token)
@@ -222,16 +201,15 @@ class RowStats:
         metric = _METRIC[kind]
         column = names.index(metric) + 2 if metric in names else None
         if column is not None and column < len(cols):
-            values = cols[column]
+            numbers = list(map(float, cols[column]))
             if kind == "bw" and unit:
-                numbers = list(map(float, values))
                 top = max(numbers)
                 gbps = top * UNIT_TO_GBPS.get(unit, 0)
                 if gbps > self.best_gbps:
                     self.best_gbps = gbps
                     i = numbers.index(top)       # the first row of the best value, as features.bw_row picks it
                     self._move("best", base + i, row(i))
-            self._sketch(kind, unit).add(values)
+            self._sketch(kind, unit).add(numbers)
         self._move("last", base + n - 1, row(n - 1))
         self.count += n
         self.real += n
@@ -263,6 +241,7 @@ class RunBuilder:
     def __init__(self, source: str):
         self.source = source
         self.runs: List[Run] = []
+        self._healthy: List[Run] = []      # the kept runs without an error, in order (what a failure may replace)
         self.dropped_runs = 0
         self.current: Optional[Run] = None
         self.result_kind: Optional[str] = None
@@ -309,27 +288,45 @@ class RunBuilder:
         self.current = None
         if run is None or not self._has_content(run):
             return
+        failed = any(m.kind == "error" for m in run.messages)
         if len(self.runs) < MAX_RUNS:
             self.runs.append(run)
+            if not failed:
+                self._healthy.append(run)
             stats = self._stats.get(id(run))
             if stats is not None and run is not self.partner and run is not self.background:
                 stats.freeze()
             return
         self.dropped_runs += 1
-        if any(m.kind == "error" for m in run.messages):
+        if failed:
             # a failure anywhere counts: it takes the place of the last kept run that only printed results
-            healthy = next((i for i in range(len(self.runs) - 1, -1, -1) if self._rows(self.runs[i])
-                            and not any(m.kind == "error" for m in self.runs[i].messages)), None)
-            if healthy is not None:
-                self._forget(self.runs[healthy])
-                del self.runs[healthy]
+            found = self._last_healthy()
+            if found is not None:
+                healthy = self._healthy.pop(found)
+                self._forget(healthy)
+                del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is healthy)]
                 self.runs.append(run)
                 return
         self._forget(run)
 
+    def _last_healthy(self) -> Optional[int]:
+        """Where in `_healthy` the last kept run without an error that printed results is. A kept run's messages are
+        final, and so are its rows unless it is the background run or its partner (their lines interleave): a run
+        without rows that is neither is left out of later searches."""
+        healthy = self._healthy
+        for i in range(len(healthy) - 1, -1, -1):
+            run = healthy[i]
+            if self._rows(run):
+                return i
+            if run is not self.partner and run is not self.background:
+                del healthy[i]
+        return None
+
     def _forget(self, run: Run) -> None:
+        """A run that is not kept: what is held about it by its id goes (a later run may get the same id)."""
         if run is not self.partner and run is not self.background:
             self._stats.pop(id(run), None)
+            self._strength.pop(id(run), None)
 
     def _run(self, line: int) -> Run:
         run = self.current if self.current is not None else self._start(line)
@@ -363,8 +360,12 @@ class RunBuilder:
         d = item.data
         waiting = self.background if self.background is not None and not self._rows(self.background) else None
         run = self._start(number)
+        released = [r for r in (self.partner, self.background) if r is not None and r is not waiting]
         self.partner = waiting
         self.background = run if d.get("background") else None
+        for old in released:
+            if old is not self.background and not any(kept is old for kept in self.runs):
+                self._forget(old)
         run.command = Command(tool=d["tool"], argv=list(d["argv"]), options=dict(d["options"]), host=d["host"],
                               line=number, text=d["text"])
         run.tool = d["tool"]
@@ -519,11 +520,11 @@ class RunBuilder:
         if shape.count(b".") != shape.count(b"0.0"):
             return False          # a number perftest cannot print ("1.2.3", ".5", "5.")
         cols = [marked[j::k + 1] for j in range(k)]
-        if not (b"".join(cols[0]).isdigit() and b"".join(cols[1]).isdigit()
-                and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10) or b"0" in {
-                t.lstrip(b"0") or b"0" for t in set(cols[0])}:
+        sizes = set(cols[0])
+        if not all(t.isdigit() and len(t) < 10 and t.lstrip(b"0") for t in sizes) or \
+                not b"".join(cols[1]).isdigit() or max(map(len, cols[1])) >= 10:
             return False          # garbage rows (2^32 and beyond) and size 0: line by line
-        self._stats_of(run).add_columns(number, False, kind, self.result_unit, cols)
+        self._stats_of(run).add_columns(number, False, kind, self.result_unit, cols, sizes)
         run.last_line = number + n - 1
         return True
 
@@ -560,18 +561,18 @@ class RunBuilder:
         if m.pattern.gen:
             run.messages[-1].fields.setdefault("gen", m.pattern.gen)
 
-    def token_rows(self, number: int, tokens: List[str], width: int) -> None:
-        """Rows of `width` numbers from a flattened table on line `number` (a line read in windows)."""
+    def token_rows(self, number: int, tokens: List[bytes], width: int) -> None:
+        """Rows of `width` numbers from a flattened table on line `number` (a line read in windows), as ASCII tokens."""
         run, kind = self.current, self.result_kind
         cols = [tokens[j::width] for j in range(width)]
-        if self.partner is None and run is not None and kind is not None and "".join(cols[0]).isdigit() \
-                and "".join(cols[1]).isdigit() and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10 \
-                and "0" not in {t.lstrip("0") or "0" for t in set(cols[0])} and _plain_numbers(tokens):
+        if self.partner is None and run is not None and kind is not None and b"".join(cols[0]).isdigit() \
+                and b"".join(cols[1]).isdigit() and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10 \
+                and b"0" not in {t.lstrip(b"0") or b"0" for t in set(cols[0])} and _plain_numbers(tokens):
             self._stats_of(run).add_columns(number, True, kind, self.result_unit, cols)
             run.last_line = number
             return
         for i in range(0, len(tokens), width):
-            self.feed(number, (Item("numbers", tuple(tokens[i:i + width])),))
+            self.feed(number, (Item("numbers", tuple(t.decode() for t in tokens[i:i + width])),))
 
     def finish(self) -> List[Run]:
         self._close()

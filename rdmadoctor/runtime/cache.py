@@ -13,11 +13,11 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
+KEEP = 16       # entries kept of each kind (several checkouts or versions of rdmadoctor may share the directory)
 
 
 def cache_dir() -> Path:
@@ -55,6 +55,7 @@ def cached(label: str, files: Iterable[Path], build: Callable[[], T]) -> T:
     value = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{label}-")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -63,6 +64,23 @@ def cached(label: str, files: Iterable[Path], build: Callable[[], T]) -> T:
         except BaseException:
             os.unlink(tmp)
             raise
+        prune(path.parent, f"{label}-*.pickle")
     except Exception:       # noqa: BLE001 - a read-only home: built each time, as without the cache
         pass
     return value
+
+
+def prune(directory: Path, pattern: str, keep: int = KEEP) -> None:
+    """Only the `keep` most recently written entries of one kind stay (each change of the files, each version, adds
+    one)."""
+    entries = []
+    for entry in directory.glob(pattern):
+        try:
+            entries.append((entry.stat().st_mtime_ns, entry))
+        except OSError:
+            continue
+    for _, entry in sorted(entries, reverse=True)[keep:]:
+        try:
+            entry.unlink()
+        except OSError:
+            pass
