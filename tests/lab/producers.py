@@ -542,6 +542,36 @@ def validate() -> List[str]:
 
 
 # ---- recording -------------------------------------------------------------------------------------------
+# A program that repeats one error until it is interrupted (UCX retrying a registration that the memlock limit
+# refuses prints about 130 KB/s under TCG) would make a recording of megabytes: the recorder keeps the head and
+# the tail of such a log and says in one line, and in meta.json's "left_out", how much it left out between.
+KEEP_HEAD, KEEP_TAIL = 48 * 1024, 8 * 1024
+
+
+def keep(text: str) -> Tuple[str, Optional[Dict[str, int]]]:
+    """``text`` if it is short; else its first and last lines (about KEEP_HEAD and KEEP_TAIL bytes) around a
+    line saying what was left out, and {"lines", "bytes"} left out."""
+    if len(text.encode()) <= KEEP_HEAD + KEEP_TAIL:
+        return text, None
+    lines = text.splitlines(keepends=True)
+    head, size = [], 0
+    for line in lines:
+        if size + len(line.encode()) > KEEP_HEAD:
+            break
+        head.append(line)
+        size += len(line.encode())
+    tail, size = [], 0
+    for line in reversed(lines[len(head):]):
+        if size + len(line.encode()) > KEEP_TAIL:
+            break
+        tail.insert(0, line)
+        size += len(line.encode())
+    middle = lines[len(head):len(lines) - len(tail)]
+    dropped = {"lines": len(middle), "bytes": len("".join(middle).encode())}
+    marker = "[... %d lines (%d bytes) left out by the lab's recorder ...]\n" % (dropped["lines"], dropped["bytes"])
+    return "".join(head) + marker + "".join(tail), dropped
+
+
 def _rlimits(side: Side) -> Optional[Dict[str, int]]:
     if side.memlock_kib is None:
         return None
@@ -600,6 +630,11 @@ def run_producer(lab, run: ProducerRun, out_dir: Optional[Path] = None, recorder
     logs = {"client.log": _terminal_text(client, client_result)}
     if server is not None:
         logs["server.log"] = _terminal_text(server, server_result)
+    left_out = {}
+    for name in list(logs):
+        logs[name], dropped = keep(logs[name])
+        if dropped:
+            left_out[name] = dropped
 
     def side_meta(side: Side, result, bound: float) -> Dict:
         return {"host": side.host, "release": lab.releases[side.host], "user": side.user or "root",
@@ -625,6 +660,7 @@ def run_producer(lab, run: ProducerRun, out_dir: Optional[Path] = None, recorder
         "fault": judged.fault, "expect": judged.expect, "alternatives": list(judged.alternatives),
         "lines": {role: list(keep) for role, keep in run.lines(lab.pair_name).items()},
         "notes": " ".join(x for x in (p.notes, run.notes) if x),
+        "left_out": left_out,
         "hosts": {name: dict(vm.info, address=vm.address) for name, vm in lab.hosts.items()},
         "date": date,
         "seconds": round(time.monotonic() - started, 1),
@@ -710,6 +746,54 @@ def refresh_meta(out: Path) -> int:
     return count
 
 
+def _said(folder: Path) -> str:
+    """explain's verdict on a recording, as the table shows it (in this process: the CLI's own command)."""
+    from typer.testing import CliRunner
+
+    from rdmadoctor.cli import app
+    logs = [str(folder / n) for n in ("server.log", "client.log") if (folder / n).is_file()]
+    result = CliRunner().invoke(app, ["explain", "--json", *logs])
+    try:
+        verdict = json.loads(result.stdout)["verdict"]
+    except ValueError:
+        return "(no answer: %s)" % type(result.exception).__name__
+    if verdict.get("cause") in (None, "unknown"):
+        return "(%s)" % verdict.get("status")
+    return "%s %s" % (verdict.get("status"), verdict.get("cause"))
+
+
+def table(out: Path) -> str:
+    """The docs' table of the producer recordings: key lines, judgement per pair, and explain's verdict today."""
+    def cell(values: Dict[str, str]) -> str:
+        groups: Dict[str, List[str]] = {}
+        for pair, value in values.items():
+            groups.setdefault(value, []).append(pair)
+        if len(groups) == 1:
+            return next(iter(groups))
+        return "<br>".join("**%s**: %s" % (", ".join(pairs), value) for value, pairs in groups.items())
+
+    def lines(keep) -> str:
+        return " / ".join("`%s`" % k.replace("\n", " ").replace("|", "\\|") for k in keep) or "–"
+
+    rows = ["| run | pairs | server keeps | client keeps | expect (fault; alternatives) | `explain` said |",
+            "|---|---|---|---|---|---|"]
+    for r in RUNS:
+        pairs = [p for p in PAIR_ORDER if p in r.run_pairs() and (out / p / r.scenario / r.producer.name).is_dir()]
+        if not pairs:
+            continue
+        judged = {}
+        for p in pairs:
+            j = r.judgement(p)
+            extra = (["fault: " + j.fault] if j.fault != j.expect else []) + (
+                ["alt.: " + ", ".join(j.alternatives)] if j.alternatives else [])
+            judged[p] = j.expect + (" (%s)" % "; ".join(extra) if extra else "")
+        rows.append("| `%s` | %s | %s | %s | %s | %s |" % (
+            r.name, ", ".join(pairs), cell({p: lines(r.lines(p)["server"]) for p in pairs}),
+            cell({p: lines(r.lines(p)["client"]) for p in pairs}), cell(judged),
+            cell({p: _said(out / p / r.scenario / r.producer.name) for p in pairs})))
+    return "\n".join(rows) + "\n"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from .vm import REPO
     parser = argparse.ArgumentParser(prog="python -m tests.lab.producers", description=__doc__.split("\n\n")[0])
@@ -719,11 +803,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="healthy or a scenario name of scenarios.py (repeatable)")
     parser.add_argument("--out", type=Path, default=REPO / "fixtures" / "lab")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print the docs' table of the recordings under --out")
     parser.add_argument("--refresh-meta", action="store_true",
                         help="rewrite expect/lines/notes of the recordings under --out from the table, and exit")
     args = parser.parse_args(argv)
     if args.refresh_meta:
         print("%d meta.json rewritten" % refresh_meta(args.out))
+        return 0
+    if args.table:
+        sys.stdout.write(table(args.out))
         return 0
     if args.list:
         for r in RUNS:
