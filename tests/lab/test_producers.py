@@ -1,8 +1,7 @@
 """A small subset of the producer recordings re-run live in the Soft-RoCE lab, so that CI keeps proving
 that the recordings in fixtures/lab/<pair>/<scenario>/<producer>/ are what the programs really print.
 
-For each run of ``LIVE`` (every program's healthy baseline and one quick fault each: no run waits for its
-bound) on one pair
+For each run of ``LIVE`` (every program's healthy baseline and one quick fault each) on one pair
 (``RDMADOCTOR_LAB_PRODUCERS_PAIR``, default bookworm): record it into artifacts/lab/producers/, check that
 both sides' logs contain the run's key lines, and that each side ended as in the recording (exit code,
 interrupted at its bound or not). rdmadoctor's verdicts are held to the recordings' ``expect`` offline
