@@ -40,25 +40,30 @@ XFAIL: Dict[str, str] = {
     'firewall-drop-udp-4791/mpirun-tcp':
         'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
     'firewall-drop-udp-4791/mpirun-ucx':
-        'explain says unknown (UCX-EP-TIMEOUT), candidates peer-process-exited, packet-loss, port-down, wrong-gid-index; expected packet-loss',
+        'explain says unknown (UCX-EP-TIMEOUT), candidates peer-process-exited, packet-loss, port-down, '
+        'wrong-gid-index; expected packet-loss',
     'firewall-drop-udp-4791/rping':
         "no rule reads rping's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/ucmatose':
-        UCMATOSE_CRASH,
+    'firewall-drop-udp-4791/ucmatose': UCMATOSE_CRASH,
     'firewall-drop-udp-4791/ucx_perftest-rc':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
+        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
+        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
     'mixed/firewall-drop-udp-4791/ucx_perftest-tcp':
         "no rule reads ucx_perftest-tcp's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/ucx_perftest-ud':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
+        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
+        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
     'gid-index-empty-client/ibv_rc_pingpong':
-        "explain names gid-missing (VERBS-PINGPONG-EMPTY-GID) from the client's empty GID; the client's own -g 5 makes it the index",
+        "explain names gid-missing (VERBS-PINGPONG-EMPTY-GID) from the client's empty GID; the client's own "
+        '-g 5 makes it the index',
     'gid-index-empty-client/mpirun-ucx':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
+        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
+        'device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
     'bookworm/gid-index-empty-client/ucx_perftest-rc':
         'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
     'mixed/gid-index-empty-client/ucx_perftest-rc':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
+        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
+        'device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
     'trixie/gid-index-empty-client/ucx_perftest-rc':
         'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
     'gid-index-empty-client/ucx_perftest-ud':
@@ -72,31 +77,45 @@ XFAIL: Dict[str, str] = {
     'mixed/healthy/ucx_perftest-rc':
         "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
     'healthy/ucx_perftest-rc-dgid-check':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
+        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
+        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
     'mixed/healthy/ucx_perftest-tcp':
         "no rule reads ucx_perftest-tcp's lines here yet (unknown, no candidates)",
     'mixed/healthy/ucx_perftest-ud':
         "no rule reads ucx_perftest-ud's lines here yet (unknown, no candidates)",
     'ib-uverbs-not-loaded-server/fi_pingpong-msg':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected kernel-module-missing among them',
+        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
+        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected '
+        'kernel-module-missing among them',
     'ib-uverbs-not-loaded-server/fi_pingpong-rdm':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected kernel-module-missing among them',
+        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
+        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected '
+        'kernel-module-missing among them',
     'ib-uverbs-not-loaded-server/ibv_rc_pingpong':
-        'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with kernel-module-missing among the candidates',
+        'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with '
+        'kernel-module-missing among the candidates',
     'ib-uverbs-not-loaded-server/mpirun-tcp':
         'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
     'ib-uverbs-not-loaded-server/mpirun-ucx':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing among them',
+        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
+        'device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing '
+        'among them',
     'bookworm/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with kernel-module-missing among the candidates',
+        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with '
+        'kernel-module-missing among the candidates',
     'mixed/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing among them',
+        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
+        'device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing '
+        'among them',
     'trixie/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with kernel-module-missing among the candidates',
+        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with '
+        'kernel-module-missing among the candidates',
     'memlock-64k-nonroot-server/fi_pingpong-rdm':
-        'explain names server-not-running (OFI-CONNECT-REFUSED), but the server runs and rejects (EBUSY) the connections it cannot set up; expected unknown with memlock-limit among the candidates',
+        'explain names server-not-running (OFI-CONNECT-REFUSED), but the server runs and rejects (EBUSY) the '
+        'connections it cannot set up; expected unknown with memlock-limit among the candidates',
     'memlock-64k-nonroot-server/ibv_rc_pingpong':
-        "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' from a non-root prompt is memlock-limit",
+        "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' "
+        'from a non-root prompt is memlock-limit',
     'mtu-netdev-mismatch/fi_pingpong-msg':
         "no rule reads fi_pingpong-msg's lines here yet (unknown, no candidates)",
     'mtu-netdev-mismatch/fi_pingpong-rdm':
@@ -107,32 +126,34 @@ XFAIL: Dict[str, str] = {
         'explain does not recognise a completed mpirun-ucx run (unknown, no candidates)',
     'mtu-netdev-mismatch/rping':
         "explain says ok: the server's rows hide that the client stalled until interrupted",
-    'bookworm/mtu-netdev-mismatch/ucmatose':
-        UCMATOSE_CRASH,
-    'mixed/mtu-netdev-mismatch/ucmatose':
-        UCMATOSE_CRASH,
+    'bookworm/mtu-netdev-mismatch/ucmatose': UCMATOSE_CRASH,
+    'mixed/mtu-netdev-mismatch/ucmatose': UCMATOSE_CRASH,
     'trixie/mtu-netdev-mismatch/ucmatose':
-        'explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
+        'explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, '
+        'firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
     'mixed/mtu-netdev-mismatch/ucx_perftest-rc':
         "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
     'netdev-down-server/fi_pingpong-msg':
-        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, wrong-peer-address, packet-loss; expected firewall-blocks-port',
+        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, '
+        'wrong-peer-address, packet-loss; expected firewall-blocks-port',
     'netdev-down-server/fi_pingpong-rdm':
-        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, wrong-peer-address, packet-loss; expected firewall-blocks-port',
+        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, '
+        'wrong-peer-address, packet-loss; expected firewall-blocks-port',
     'netdev-down-server/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'netdev-down-server/mpirun-ucx':
         "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
     'netdev-down-server/rping':
         "no rule reads rping's lines here yet (unknown, no candidates)",
-    'netdev-down-server/ucmatose':
-        UCMATOSE_CRASH,
+    'netdev-down-server/ucmatose': UCMATOSE_CRASH,
     'server-not-running/mpirun-ucx':
         "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
     'wrong-device-name-client/fi_pingpong-msg':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
+        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
+        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
     'wrong-device-name-client/fi_pingpong-rdm':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
+        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
+        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
 }
 
 

@@ -32,8 +32,8 @@ def test_producer_table_is_consistent():
 def test_every_run_is_recorded_on_its_pairs(run):
     missing = [pair for pair in run.run_pairs()
                if not (FIXTURES / pair / run.scenario / run.producer.name / "meta.json").is_file()]
-    assert not missing, "%s has no recording on %s (python -m tests.lab.producers --pair ... --producer %s --scenario %s)" % (
-        run.name, missing, run.producer.name, run.scenario)
+    assert not missing, "%s has no recording on %s (python -m tests.lab.producers --pair ... --producer %s " \
+        "--scenario %s)" % (run.name, missing, run.producer.name, run.scenario)
 
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=["%s-%s-%s" % (p.parents[1].name, p.parent.name, p.name)
@@ -47,7 +47,8 @@ def test_producer_recording(folder):
     meta = json.loads((folder / "meta.json").read_text())
     assert (meta["producer"], meta["scenario"], meta["pair"]) == (producer, scenario, pair)
     judged = run.judgement(pair)
-    assert (meta["fault"], meta["expect"], meta["alternatives"]) == (judged.fault, judged.expect, list(judged.alternatives))
+    assert (meta["fault"], meta["expect"], meta["alternatives"]) == (
+        judged.fault, judged.expect, list(judged.alternatives))
     assert meta["client"]["exit_code"] is not None or meta["client"]["timed_out"]
     assert isinstance(meta["env"]["client"], dict) and meta["hosts"]["h1"]["kernel"]
     for role, side, lines in (("server", run.server_side(), run.lines(pair)["server"]),
