@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A two-rank MPI ping-pong for the lab's Open MPI recordings (mpi4py; runs inside the guests).
 
-    mpirun -np 2 --host 192.0.2.1,192.0.2.2 --mca pml ucx python3 /lab/src/tests/lab/mpi_pingpong.py [ITERS] [SIZES]
+    mpirun -np 2 --host h1,h2 --mca pml ucx python3 /lab/src/tests/lab/mpi_pingpong.py [ITERS] [SIZES]
 
 Rank 0 sends a buffer to rank 1, which sends it back, ITERS times per size (default 100; sizes in bytes,
 comma-separated, default 8,4096,65536), and prints one row per size: size, iterations, average round
@@ -20,8 +20,9 @@ def main():
     rank, size = comm.Get_rank(), comm.Get_size()
     iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     sizes = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "8,4096,65536").split(",")]
-    print("# rank %d of %d on %s (%s)" % (rank, size, socket.gethostname(), MPI.Get_library_version().splitlines()[0]),
-          flush=True)
+    # Open MPI 5's version string ends in its C terminator (a NUL byte), which would make the log binary
+    version = MPI.Get_library_version().replace("\x00", "").splitlines()[0]
+    print("# rank %d of %d on %s (%s)" % (rank, size, socket.gethostname(), version), flush=True)
     if size != 2:
         if rank == 0:
             print("mpi_pingpong: needs exactly 2 ranks, got %d" % size, flush=True)

@@ -1,8 +1,9 @@
 """Offline checks of the producer table and its recordings (no VM needed).
 
 Every run of tests/lab/producers.py is recorded on each of its pairs under
-fixtures/lab/<pair>/<fault>/<producer>/, has a readable meta.json that agrees with the table (commands,
-expect), and each side's log still begins with its prompt and contains the run's key lines.
+fixtures/lab/<pair>/<scenario>/<producer>/, has a readable meta.json that agrees with the table (commands,
+fault, expect, alternatives), and each side's log still begins with its prompt and contains the run's key
+lines.
 """
 from __future__ import annotations
 
@@ -23,32 +24,35 @@ def test_producer_table_is_consistent():
     assert {r.producer.name for r in RUNS} == set(PRODUCERS)
     for run in RUNS:
         if run.run_pairs():
-            assert run.server_lines or run.client_lines, "%s: a run keeps at least one key line" % run.name
+            assert any(run.lines(pair)["server"] or run.lines(pair)["client"] for pair in run.run_pairs()), (
+                "%s: a run keeps at least one key line" % run.name)
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
 def test_every_run_is_recorded_on_its_pairs(run):
     missing = [pair for pair in run.run_pairs()
-               if not (FIXTURES / pair / run.fault / run.producer.name / "meta.json").is_file()]
-    assert not missing, "%s has no recording on %s (python -m tests.lab.producers --pair ... --producer %s --fault %s)" % (
-        run.name, missing, run.producer.name, run.fault)
+               if not (FIXTURES / pair / run.scenario / run.producer.name / "meta.json").is_file()]
+    assert not missing, "%s has no recording on %s (python -m tests.lab.producers --pair ... --producer %s " \
+        "--scenario %s)" % (run.name, missing, run.producer.name, run.scenario)
 
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=["%s-%s-%s" % (p.parents[1].name, p.parent.name, p.name)
                                                     for p in RECORDINGS])
 def test_producer_recording(folder):
-    pair, fault, producer = folder.parents[1].name, folder.parent.name, folder.name
+    pair, scenario, producer = folder.parents[1].name, folder.parent.name, folder.name
     assert pair in PAIRS
-    run = BY_NAME.get("%s/%s" % (fault, producer))
+    run = BY_NAME.get("%s/%s" % (scenario, producer))
     assert run is not None, "recording of a run that is not in producers.py: %s" % folder
     assert pair in run.run_pairs()
     meta = json.loads((folder / "meta.json").read_text())
-    assert (meta["producer"], meta["fault"], meta["pair"]) == (producer, fault, pair)
-    assert meta["expect"] == run.expect and meta["alternatives"] == list(run.alternatives)
+    assert (meta["producer"], meta["scenario"], meta["pair"]) == (producer, scenario, pair)
+    judged = run.judgement(pair)
+    assert (meta["fault"], meta["expect"], meta["alternatives"]) == (
+        judged.fault, judged.expect, list(judged.alternatives))
     assert meta["client"]["exit_code"] is not None or meta["client"]["timed_out"]
     assert isinstance(meta["env"]["client"], dict) and meta["hosts"]["h1"]["kernel"]
-    for role, side, lines in (("server", run.server_side(), run.server_lines),
-                              ("client", run.client_side(), run.client_lines)):
+    for role, side, lines in (("server", run.server_side(), run.lines(pair)["server"]),
+                              ("client", run.client_side(), run.lines(pair)["client"])):
         path = folder / (role + ".log")
         if side is None:
             assert not path.exists() and meta[role] is None
@@ -67,4 +71,4 @@ def test_producer_meta_states_the_table(folder):
     """meta.json carries the table's lines (python -m tests.lab.producers --refresh-meta after a table edit)."""
     run = BY_NAME["%s/%s" % (folder.parent.name, folder.name)]
     meta = json.loads((folder / "meta.json").read_text())
-    assert meta["lines"] == {"server": list(run.server_lines), "client": list(run.client_lines)}
+    assert meta["lines"] == {role: list(keep) for role, keep in run.lines(folder.parents[1].name).items()}
