@@ -175,6 +175,11 @@ def retests(results: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], Optional
     """For every node of a failed pair, in the role it had there: the retest pair against a reference node that
     passed (in the other role if it can), or None when no node passed anything."""
     score = _references(results)
+    failed_with: Dict[str, set] = {}
+    for p in results:
+        if p["outcome"] == "failed":
+            failed_with.setdefault(p["a"], set()).add(p["b"])
+            failed_with.setdefault(p["b"], set()).add(p["a"])
     used: Dict[str, int] = {}
     out: Dict[Tuple[str, str], Optional[Tuple[str, str]]] = {}
     for p in results:
@@ -184,9 +189,13 @@ def retests(results: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], Optional
             if (suspect, role) in out:
                 continue
             other = "agent" if role == "client" else "client"
+            # a reference passed something; one that has not failed with the suspect yet comes first (a bad node
+            # failed with everyone, and then retesting it with a node that passed elsewhere is still the test);
+            # then the fewest failures, a pass in the role the reference will take, the least used
+            against = failed_with.get(suspect, set())
             candidates = [n for n, s in score.items() if n not in (p["a"], p["b"]) and s["client"] + s["agent"] > 0]
-            # clean nodes first, then those that passed in the role the reference will take, then the least used
-            candidates.sort(key=lambda n: (score[n]["failed"] > 0, score[n][other] == 0, used.get(n, 0), n))
+            candidates.sort(key=lambda n: (n in against, score[n]["failed"], score[n][other] == 0,
+                                           used.get(n, 0), n))
             if not candidates:
                 out[(suspect, role)] = None
                 continue
@@ -227,7 +236,38 @@ def judge(results: Sequence[Dict[str, Any]], again: Mapping[Tuple[str, str], Opt
         verdicts.append({"pair": f"{p['a']}->{p['b']}", "kind": kind, "nodes": nodes,
                          "cause": source.get("cause") or p.get("cause"), "rule": source.get("rule") or p.get("rule"),
                          "summary": source.get("summary") or p.get("summary")})
-    return _grouped(verdicts)
+    return _cut(_grouped(verdicts), results)
+
+
+def _cut(entries: List[Dict[str, Any]], results: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Many blamed links that all cross between one small set of nodes and the rest are one fault: those nodes
+    reach each other but not the others (a switch, its uplink, a VLAN or a PFC setting they share). The set is the
+    nodes whose blamed links are more than half of their probes; the links are folded into one `group` entry when
+    every one of them has exactly one end in it."""
+    links = [e for e in entries if e["kind"] == "link"]
+    if len(links) < 4:
+        return entries
+    probes: Dict[str, int] = {}
+    for p in results:
+        for n in (p["a"], p["b"]):
+            probes[n] = probes.get(n, 0) + 1
+    degree: Dict[str, int] = {}
+    for e in links:
+        for n in e["nodes"]:
+            degree[n] = degree.get(n, 0) + 1
+    group = {n for n, d in degree.items() if d * 2 > probes.get(n, 0)}
+    if not group or len(group) * 2 > len(probes) or not all(len(group & set(e["nodes"])) == 1 for e in links):
+        return entries
+    causes: Dict[str, int] = {}
+    for e in links:
+        causes[e["cause"] or "unknown"] = causes.get(e["cause"] or "unknown", 0) + 1
+    cause = max(causes, key=lambda c: causes[c])
+    names = sorted(group)
+    entry = {"kind": "group", "nodes": names, "cause": None if cause == "unknown" else cause,
+             "rule": links[0].get("rule"),
+             "summary": f"these {len(names)} nodes pass between themselves and fail with the others: what they share "
+                        "(a switch, its uplink, a VLAN, PFC) is the suspect", "pairs": [x for e in links for x in e["pairs"]]}
+    return [entry] + [e for e in entries if e["kind"] != "link"]
 
 
 def _grouped(verdicts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -238,7 +278,7 @@ def _grouped(verdicts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         entry = by_key.setdefault(key, {"kind": v["kind"], "nodes": list(key[1]), "cause": v["cause"],
                                         "rule": v["rule"], "summary": v["summary"], "pairs": []})
         entry["pairs"].append(v["pair"])
-    order = {"node": 0, "link": 1, "both": 2, "undetermined": 3}
+    order = {"group": 0, "node": 1, "link": 2, "both": 3, "undetermined": 4}
     return sorted(by_key.values(), key=lambda e: (order[e["kind"]], -len(e["pairs"]), e["nodes"]))
 
 

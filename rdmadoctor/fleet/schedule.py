@@ -40,7 +40,10 @@ def circle(nodes: Sequence[str]) -> List[List[Pair]]:
             x, y = line[i], line[n - 1 - i]
             if x is None or y is None:
                 continue
-            pairs.append((x, y) if (r + i) % 2 == 0 else (y, x))
+            # a rotating node moves one place per round, so alternating on the place alternates its role;
+            # the fixed node alternates by round
+            client_first = (r % 2 == 0) if i == 0 else (i % 2 == 1)
+            pairs.append((x, y) if client_first else (y, x))
         rounds.append(pairs)
     return rounds
 
@@ -104,7 +107,23 @@ def plan(nodes: Sequence[str], rounds: Optional[int] = None, seed: Optional[int]
     if want >= len(full):
         return Plan("all-pairs", full)
     picked = sorted({(k * len(full)) // want for k in range(max(1, want))})
-    return Plan("sampled", [full[i] for i in picked])
+    return Plan("sampled", _balanced([full[i] for i in picked]))
+
+
+def _balanced(rounds: List[List[Pair]]) -> List[List[Pair]]:
+    """Each pair turned so that the node that has served fewer probes so far is the agent: rounds picked out of
+    the cycle lose its alternation of roles, and an agent that serves every probe would be busy longest."""
+    served: Dict[str, int] = {}
+    out = []
+    for rnd in rounds:
+        turned = []
+        for a, b in rnd:
+            if served.get(a, 0) < served.get(b, 0):
+                a, b = b, a
+            served[b] = served.get(b, 0) + 1
+            turned.append((a, b))
+        out.append(turned)
+    return out
 
 
 def pack(pairs: Iterable[Pair]) -> List[List[Pair]]:

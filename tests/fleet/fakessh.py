@@ -35,6 +35,8 @@ def main(argv):
             plan = json.load(f)
     entry = plan.get(node, plan.get("*", {}))
     log(f"start {node} {time.monotonic():.3f}")
+    log(f"argv {node} {json.dumps(argv[:-1])}")
+    log(f"command {node} {command}")
     try:
         if entry.get("unreachable"):
             sys.stderr.write(f"ssh: connect to host {node} port 22: Connection refused\n")
