@@ -34,7 +34,6 @@ def _diagnosed(node: str, doc: Dict[str, Any], what: str) -> Dict[str, Any]:
     """A facts document (validated here) or a saved result -> the node's record."""
     from rdmadoctor.collectors import FactsError, check_facts
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.render import json_out
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema == RESULT_SCHEMA:
         try:
@@ -49,7 +48,21 @@ def _diagnosed(node: str, doc: Dict[str, Any], what: str) -> Dict[str, Any]:
     except FactsError as exc:
         return node_records.without_result(node, "bad-facts", str(exc))
     peer = (facts.get("host") or {}).get("peer")
-    return node_records.from_result(node, json_out.to_dict(diagnose.check(facts, None, peer, _TABLE)))
+    return node_records.from_result(node, _summary(diagnose.check(facts, None, peer, _TABLE)))
+
+
+def _summary(diagnosis: Any) -> Dict[str, Any]:
+    """The parts of a diagnosis a node's record reads, as `check --json` would print them (without the evidence
+    and excerpts json_out adds: a thousand nodes' records need only verdicts, rungs, findings and facts)."""
+    from dataclasses import asdict
+
+    from rdmadoctor import __version__
+    return {"schema": RESULT_SCHEMA, "command": diagnosis.command, "rdmadoctor": __version__,
+            "verdict": asdict(diagnosis.verdict),
+            "rungs": [{"name": r.name, "state": r.state, "detail": r.detail} for r in diagnosis.rungs],
+            "findings": [{"rule": f.rule, "cause": f.cause, "severity": f.severity, "title": f.title,
+                          "explained_by": f.explained_by} for f in diagnosis.findings],
+            "facts": diagnosis.facts}
 
 
 def _read_file(path: str) -> List[Dict[str, Any]]:

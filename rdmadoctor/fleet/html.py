@@ -69,6 +69,12 @@ def _cause_key(r: Dict[str, Any]) -> str:
     return r.get("cause") or "unknown"
 
 
+def _group_key(g: Dict[str, Any]) -> str:
+    if g.get("state") != "checked":
+        return f"state:{g.get('state')}"
+    return "ok" if g.get("status") == "ok" else (g.get("cause") or "unknown")
+
+
 def heatmap(records: List[Dict[str, Any]]) -> Dict[str, Any]:
     keys: Dict[str, int] = {}
     for r in records:
@@ -99,7 +105,7 @@ def _node_rows(records: List[Dict[str, Any]], class_of: Dict[str, str]) -> List[
             "status": r.get("status") or "unknown", "state": r.get("state"),
             "state_label": STATE_LABELS.get(r.get("state"), r.get("state")),
             "cause": r.get("cause") or ("" if r.get("state") == "checked" else STATE_LABELS.get(r.get("state"), "")),
-            "cls": class_of.get(_cause_key(r), "hna"), "summary": r.get("summary") or "", "fix": r.get("fix") or "",
+            "cls": class_of.get(_cause_key(r), "hna"), "key": _cause_key(r), "summary": r.get("summary") or "", "fix": r.get("fix") or "",
             "rule": r.get("rule") or "", "seconds": r.get("seconds"),
             "attrs": [_s(a.get(k)) for k in COLUMNS],
             "problems": r.get("problems") or [], "findings": r.get("findings") or [],
@@ -149,9 +155,8 @@ def build_view(doc: Dict[str, Any]) -> Dict[str, Any]:
     view: Dict[str, Any] = {
         "doc": doc, "status": status, "status_label": STATUS_LABELS[status], "headline": headline,
         "title": f"rdmadoctor fleet {doc.get('command')}: {s.get('nodes', 0)} nodes, {STATUS_LABELS[status].lower()}",
-        "groups": [{**g, "cls": heat["class_of"].get(
-            ("state:" + g["state"]) if g["state"] != "checked" else ("ok" if g["status"] == "ok" else (g.get("cause") or "unknown")),
-            "hna")} for g in doc.get("groups") or []],
+        "groups": [{**g, "key": _group_key(g), "cls": heat["class_of"].get(_group_key(g), "hna")}
+                   for g in doc.get("groups") or []],
         "bad_groups": len(bad), "heat": heat, "rows": _node_rows(records, heat["class_of"]),
         "columns": ["kernel", "firmware", "rdma-core", "perftest", "MTU", "memlock"],
         "drift": doc.get("drift") or [], "notes": doc.get("notes") or [],

@@ -91,3 +91,13 @@ def test_over_ssh_every_node_answers_something(tmp_path, monkeypatch, facts_dir)
     mtu = next(r for r in doc["drift"] if r["attribute"] == "netdev_mtu")
     assert mtu["odd"] == "node07" and mtu["unknown"] == ""      # drift compares the nodes that answered
     assert [g["label"] for g in doc["groups"]][:1] == ["memlock-limit"]
+
+
+def test_the_short_summary_gives_the_same_record_as_the_full_result():
+    from rdmadoctor.collectors import load_facts
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.fleet import nodes
+    from rdmadoctor.render import json_out
+    for kind in ("healthy", "memlock", "firewall", "port-down"):
+        diagnosis = diagnose.check(load_facts(FACTS[kind]))
+        assert nodes.from_result("n", check._summary(diagnosis)) == nodes.from_result("n", json_out.to_dict(diagnosis))

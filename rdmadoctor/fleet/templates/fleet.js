@@ -5,6 +5,9 @@
   var status = document.getElementById("status-filter");
   var shown = document.getElementById("shown-count");
   var heat = document.querySelector(".heat");
+  var keyChip = document.getElementById("key-filter");
+  var keyLabel = document.getElementById("key-filter-label");
+  var keyFilter = "";
   if (!table) { return; }
   var body = table.tBodies[0];
   var rows = Array.prototype.slice.call(body.rows);
@@ -18,13 +21,14 @@
     var matched = {};
     rows.forEach(function (row, i) {
       var ok = (!want || row.getAttribute("data-status") === want) &&
+        (!keyFilter || row.getAttribute("data-key") === keyFilter) &&
         words.every(function (w) { return texts[i].indexOf(w) >= 0; });
       row.classList.toggle("hidden", !ok);
       if (ok) { n++; matched[row.id] = true; }
     });
     shown.textContent = n + " of " + rows.length + " shown";
     if (heat) {
-      var filtering = words.length > 0 || !!want;
+      var filtering = words.length > 0 || !!want || !!keyFilter;
       heat.classList.toggle("filtered", filtering);
       var cells = heat.children;
       for (var i = 0; i < cells.length; i++) {
@@ -34,12 +38,16 @@
     }
   }
   search.addEventListener("input", apply);
+  keyChip.addEventListener("click", function () { keyFilter = ""; keyChip.hidden = true; apply(); });
   status.addEventListener("change", apply);
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest(".js-filter") : null;
     if (!button) { return; }
-    search.value = button.getAttribute("data-filter") || "";
+    keyFilter = button.getAttribute("data-key") || "";
+    keyLabel.textContent = button.getAttribute("data-label") || keyFilter;
+    keyChip.hidden = !keyFilter;
+    search.value = "";
     status.value = "";
     apply();
     document.getElementById("nodes").scrollIntoView({block: "start"});
