@@ -152,6 +152,13 @@ def build_view(doc: Dict[str, Any]) -> Dict[str, Any]:
     headline = (f"{s.get('nodes', 0)} nodes: " + ", ".join(f"{s.get(k)} {k}" for k in ("failure", "warning", "unknown", "ok")
                                                            if s.get(k)))
     probe = doc.get("probe")
+    if probe:
+        plan_pairs = [p for p in probe.get("pairs") or [] if p.get("purpose") == "plan"]
+        failed = sum(1 for p in plan_pairs if p.get("outcome") == "failed")
+        blamed = "; ".join(f"{b['kind']} {' – '.join(b['nodes']) if b['kind'] == 'link' else ', '.join(b['nodes'])}"
+                           for b in probe.get("blame") or [])
+        headline = (f"{probe.get('members', 0)} nodes probed, {len(plan_pairs)} pairs: {failed} failed"
+                    + (f"; blamed: {blamed}" if blamed else ""))
     view: Dict[str, Any] = {
         "doc": doc, "status": status, "status_label": STATUS_LABELS[status], "headline": headline,
         "title": f"rdmadoctor fleet {doc.get('command')}: {s.get('nodes', 0)} nodes, {STATUS_LABELS[status].lower()}",

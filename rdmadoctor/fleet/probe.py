@@ -14,6 +14,9 @@ deltas). A pair whose check did not run or printed no probe is `not-run`, never 
 Isolation, as Google's cluster-health-scanner does for its pairwise NCCL tests: each failing pair (a, b) is
 retested with a against a node that passed (a keeps its client role) and with b against one (b keeps its agent
 role). a fails again and b passes: the node is a. Both pass: the link between a and b. Both fail: both nodes.
+A node that already passed a probe of the plan in the same role needs no retest for that role: that probe is
+the answer (a bad node, which passes nothing, is always retested). Blamed links that all cross between one small
+set of nodes and the rest are reported as that `group` (a switch, its uplink, a VLAN they share).
 """
 from __future__ import annotations
 
@@ -171,9 +174,23 @@ def _references(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
     return score
 
 
-def retests(results: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], Optional[Tuple[str, str]]]:
-    """For every node of a failed pair, in the role it had there: the retest pair against a reference node that
-    passed (in the other role if it can), or None when no node passed anything."""
+def passed_already(results: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """(node, role) -> a probe of the plan it passed in that role: the node works in that role, so a failure of
+    one of its pairs in the same role is not its own, and needs no retest."""
+    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for p in results:
+        if p["outcome"] in GOOD:
+            out.setdefault((p["a"], "client"), p)
+            out.setdefault((p["b"], "agent"), p)
+    return out
+
+
+def retests(results: Sequence[Dict[str, Any]], known: Optional[Mapping[Tuple[str, str], Any]] = None
+            ) -> Dict[Tuple[str, str], Optional[Tuple[str, str]]]:
+    """For every node of a failed pair, in the role it had there (unless `known` already holds a probe that
+    answers it): the retest pair against a reference node that passed (in the other role if it can), or None
+    when no node passed anything."""
+    known = known or {}
     score = _references(results)
     failed_with: Dict[str, set] = {}
     for p in results:
@@ -186,7 +203,7 @@ def retests(results: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], Optional
         if p["outcome"] != "failed":
             continue
         for suspect, role in ((p["a"], "client"), (p["b"], "agent")):
-            if (suspect, role) in out:
+            if (suspect, role) in out or (suspect, role) in known:
                 continue
             other = "agent" if role == "client" else "client"
             # a reference passed something; one that has not failed with the suspect yet comes first (a bad node
@@ -286,7 +303,8 @@ def isolate(results: List[Dict[str, Any]], prober: Prober, first_round: int, max
             ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], List[List[Tuple[str, str]]]]:
     """Run the retests of every failed pair (packed into rounds, at most `max_rounds`) and judge.
     Returns (the retests' pair records, the blame, the retest rounds run)."""
-    wanted = retests(results)
+    known = passed_already(results)
+    wanted = retests(results, known)
     pairs = list(dict.fromkeys(p for p in wanted.values() if p is not None))
     rounds = schedule.pack(pairs)
     ran_rounds = rounds[:max_rounds]
@@ -296,7 +314,7 @@ def isolate(results: List[Dict[str, Any]], prober: Prober, first_round: int, max
         for rec in prober(rnd, first_round + i, "isolate"):
             done[(rec["a"], rec["b"])] = rec
             records.append(rec)
-    again: Dict[Tuple[str, str], Optional[Dict[str, Any]]] = {}
+    again: Dict[Tuple[str, str], Optional[Dict[str, Any]]] = dict(known)
     for key, pair in wanted.items():
         if pair is None:
             again[key] = None
