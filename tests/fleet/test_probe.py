@@ -9,7 +9,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from tests.fleet.helpers import FAKESSH, write_plan
-from rdmadoctor.fleet import probe, schedule
+from rdmadoctor.fleet import probe
 from rdmadoctor.fleet.probe import ProbeOptions
 from rdmadoctor.fleet.remote import Shell
 from rdmadoctor.runtime import jsonio
