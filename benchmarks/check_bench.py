@@ -6,7 +6,7 @@ inside). Prints, for N repetitions, the median and best of:
   * `rdmadoctor check --save FILE` (all collectors, counters sampled once: --sample 0), and
   * the native tools one after the other, as an engineer would: ibv_devinfo -v, rdma -j link, ip -j link/addr/
     route/neigh, nft -j list ruleset, ss -ltnp, dmesg, cat /proc/modules, lspci (when present).
-Aim (issue 4): check no slower than 2x the native tools.
+Aim: check no slower than 2x the native tools.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Boot the Soft-RoCE lab and run benchmarks/check_bench.py inside a guest (issue 4's benchmark).
+"""Boot the Soft-RoCE lab and run benchmarks/check_bench.py inside a guest.
 
     python3 benchmarks/lab_check_bench.py [--release bookworm|trixie] [--repeat 5]
 

@@ -60,6 +60,19 @@ def _within(low, high):
     return check
 
 
+def _lang_option():
+    return _option(None, "--lang", metavar="LANG",
+                   help="Language of the result: en or zh (default: from LC_ALL/LC_MESSAGES/LANG, else en).")
+
+
+def _language(value: Optional[str]) -> str:
+    from rdmadoctor.knowledge.phrases import language
+    try:
+        return language(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--lang")
+
+
 def _rules_dir_option():
     return _option([], "--rules-dir", metavar="DIR",
                    help="A directory of site rules (*.toml) to use beside the package's (repeatable).")
@@ -135,7 +148,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact: bool = False,
-          fmt: Optional[str] = None) -> int:
+          lang: Optional[str] = None, fmt: Optional[str] = None) -> int:
     from rdmadoctor.render import json_out as jr
     code = STATUS_EXIT[diagnosis.verdict.status]
     if html is not None:
@@ -162,7 +175,7 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
             from rdmadoctor.render import text
             console = Console(highlight=False, soft_wrap=True)
             console.on_broken_pipe = _pipe_gone           # rich's own handler would exit 1
-            text.render(diagnosis, console, verbose=verbose)
+            text.render(diagnosis, console, verbose=verbose, lang=lang)
             sys.stdout.flush()
             if html is not None:
                 _say(f"HTML report: {html}")
@@ -176,7 +189,7 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
 @app.command()
 def explain(
     logs: Optional[List[str]] = _argument(None, metavar="LOG...",
-                                     help="perftest output: one or both sides, files or '-' for stdin."),
+                                     help="The output: one or both sides, files or '-' for stdin."),
     json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE",
@@ -184,8 +197,10 @@ def explain(
     redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in --json and the HTML report."),
     verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
-    """Name the root cause of a failing (or slow) perftest run from its output."""
+    """Name the root cause of a failing (or slow) RDMA run from its output: perftest, NCCL, UCX, Open MPI,
+    libfabric, the verbs and rdma_cm tools, device listings, the kernel log."""
     _required(logs, "LOG...", "argument")
     from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse import InputError, parse_paths
@@ -197,6 +212,7 @@ def explain(
             raise click.BadParameter(str(exc), param_hint="--link-rate")
     if logs.count("-") > 1:
         raise click.BadParameter("standard input ('-') can be given once", param_hint="LOG")
+    language = _language(lang)
     table = _table(rules_dir)
     try:
         parsed = parse_paths(logs)
@@ -204,7 +220,8 @@ def explain(
         raise _fail_input(str(exc))
     except OSError as exc:                    # EIO in the middle of a file
         raise _fail_input(f"cannot read {exc.filename or 'the input'}: {exc.strerror or exc}")
-    raise typer.Exit(_emit(diagnose.explain(parsed, rate, table), json_out, html, verbose, redact))
+    raise typer.Exit(_emit(diagnose.explain(parsed, rate, table, language), json_out, html, verbose, redact,
+                           language))
 
 
 def _bad_peer_answer(facts) -> Optional[str]:
@@ -250,7 +267,6 @@ def check(
     sample: float = _option(1.0, "--sample", callback=_within(0.0, 30.0), metavar="SECONDS",
                                  help="Interval between the two port-counter samples (default 1; 0: one sample)."),
     verbose: bool = _option(False, "--verbose", "-v", help="Show explained findings in full, and references."),
-    # issue 5: the probe ladder against --peer (rdmadoctor/probe)
     probe: bool = _option(True, "--probe/--no-probe",
                                help="With --peer: climb the probe ladder (TCP, rdma_cm, exchange, burst) and ask "
                                     "the peer's agent; --no-probe only checks the route."),
@@ -261,7 +277,11 @@ def check(
     probe_perftest: bool = _option(False, "--probe-perftest",
                                         help="Also try a TCP connect to the peer's perftest port (--port): a "
                                              "waiting perftest server takes it for its client and fails."),
+    timeout: Optional[float] = _option(None, "--timeout", "-t", callback=_within(1.0, 600.0), metavar="SECONDS",
+                                       help="How long each collector, and the collection as a whole, may take "
+                                            "(default: each collector its own deadline, 30 s in all)."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
     from rdmadoctor.engine import diagnose
@@ -274,7 +294,12 @@ def check(
     fmt = _format(fmt, json_out)
     json_out = fmt == "json"
     address = _peer_address(peer)
+    language = _language(lang)
     table = _table(rules_dir)
+    bounds = {}
+    if timeout is not None:
+        from rdmadoctor.collectors import ORDER
+        bounds = {"total_timeout": timeout, "timeouts": {name: timeout for name in ORDER}}
     parsed = None
     if log:
         try:
@@ -290,7 +315,7 @@ def check(
             raise _fail_input(str(exc))
     else:
         ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
-        if address and probe:                 # issue 5: the probe ladder runs alongside the collection
+        if address and probe:                 # the probe ladder runs alongside the collection
             from rdmadoctor.probe.protocol import read_token
             from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
             try:
@@ -298,9 +323,10 @@ def check(
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--token-file")
             facts = collect_with_probe(ctx, ProbeOptions(address, agent_port, token,
-                                                         port if probe_perftest else None, facts_port=port))
+                                                         port if probe_perftest else None, facts_port=port),
+                                       (lambda c: collect_facts(c, **bounds)) if bounds else None)
         else:
-            facts = collect_facts(ctx)
+            facts = collect_facts(ctx, **bounds)
         bad_peer = _bad_peer_answer(facts)
         if bad_peer:
             raise _fail_input(bad_peer)
@@ -315,8 +341,8 @@ def check(
                 raise _fail_input(f"cannot write {save}: {exc.strerror or exc}")
             _say(f"facts saved to {save}")
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
-    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table), json_out, html, verbose, redact,
-                           fmt))
+    raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table, language), json_out, html, verbose,
+                           redact, language, fmt))
 
 
 @app.command()
@@ -364,6 +390,7 @@ def bench(
     json_out: bool = _option(False, "--json", help="Print the diagnosis as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     rules_dir: List[str] = _rules_dir_option(),
+    lang: Optional[str] = _lang_option(),
 ) -> None:
     """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
     _required(peer, "--peer", "option")
@@ -380,6 +407,7 @@ def bench(
         rate = diagnose.parse_rate(link_rate) if link_rate else None
     except (plan.PlanError, ValueError) as exc:
         raise typer.BadParameter(str(exc))
+    language = _language(lang)
     table = _table(rules_dir)
     earlier = None
     if compare is not None:
@@ -410,7 +438,7 @@ def bench(
 
         def done(combo) -> None:
             if combo.status != "ok" and (combo.client_log or combo.server_log):
-                diagnose.explain_combo(combo, rate, table)
+                diagnose.explain_combo(combo, rate, table, language)
             shown = f"{combo.bw_avg_gbps:g} Gb/s" if combo.bw_avg_gbps is not None else combo.status
             progress.update(task, advance=1, description=Text(printable(f"{combo.label}: {shown}", False)))
             # the summary quotes the peer's log: text, never markup, never a terminal control
@@ -434,9 +462,9 @@ def bench(
                 write(path)
             except OSError as exc:
                 raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
-    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0, table)
+    diagnosis = diagnose.bench(outcome, local, outcome.facts.get("peer"), earlier, threshold / 100.0, table, language)
     diagnosis.bench = {k: v for k, v in outcome.to_dict().items() if k != "facts"}
-    code = _emit(diagnosis, json_out, html, verbose=False)
+    code = _emit(diagnosis, json_out, html, verbose=False, lang=language)
     raise typer.Exit(130 if outcome.interrupted else code)
 
 
@@ -605,18 +633,39 @@ def fleet_report(
 
 
 @rules_app.command("list")
-def rules_list(json_out: bool = _option(False, "--json", help="As JSON.")) -> None:
-    """Every rule: id, severity, cause, title."""
+def rules_list(json_out: bool = _option(False, "--json", help="As JSON."), lang: Optional[str] = _lang_option()) -> None:
+    """Every rule: id, severity, kind, cause, and its title in words."""
     import json
     from rdmadoctor.engine import rules
     table = rules.load()
+    language = _language(lang)
     if json_out:
         typer.echo(json.dumps([{"id": r.id, "cause": r.cause, "severity": r.severity, "kind": r.kind,
-                                "scope": r.scope, "title": r.title, "file": r.file} for r in table], indent=2))
+                                "scope": r.scope, "producer": r.producer, "title": r.text("title", language),
+                                "file": r.file} for r in table], indent=2, ensure_ascii=False))
         return
+    from rdmadoctor.render.text import wrap
     from rdmadoctor.runtime.text import printable
+    width = _width()
     for r in table:
-        typer.echo(printable(f"{r.id:<26} {r.severity:<5} {r.kind:<8} {r.cause:<36} {r.title}", False))
+        typer.echo(printable(f"{r.id}  {r.severity}  {r.kind}  {r.cause}", False))
+        for line in wrap(printable(rules.readable(r.text("title", language)), False), width, "    "):
+            typer.echo(line)
+
+
+def _width() -> int:
+    """The terminal's width, or 80 columns when the output is not a terminal (always the same in a pipe)."""
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+
+
+def _rule_ids(incomplete: str) -> List[str]:
+    """Shell completion for `rules show ID`."""
+    from rdmadoctor.engine import rules
+    try:
+        return [r.id for r in rules.load() if r.id.startswith(incomplete.upper())]
+    except rules.RuleError:
+        return []
 
 
 @rules_app.command("check")
@@ -644,10 +693,12 @@ def rules_check(directory: Optional[Path] = _argument(None, metavar="DIR",
 
 
 @rules_app.command("show")
-def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID")) -> None:
+def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID", autocompletion=_rule_ids),
+               lang: Optional[str] = _lang_option()) -> None:
     """One rule: what it matches, why, how to fix, what it explains."""
     _required(rule_id, "ID", "argument")
     from rdmadoctor.engine import rules
+    language = _language(lang)
     by_id = {r.id: r for r in rules.load()}
     rule = by_id.get(rule_id.upper())
     if rule is None:
@@ -655,10 +706,11 @@ def rules_show(rule_id: Optional[str] = _argument(None, metavar="ID")) -> None:
     from rdmadoctor.runtime.text import printable
     echo = lambda text: typer.echo(printable(text))    # noqa: E731 - a site rule's text is input too
     echo(f"{rule.id}  ({rule.file})\n  cause: {rule.cause}   severity: {rule.severity}   kind: {rule.kind}"
-         f"   confidence: {rule.confidence}   scope: {rule.scope}\n  {rule.title}\n")
-    echo("Why:\n  " + " ".join(rule.why.split()))
-    for heading, items in (("Fix", rule.fix), ("Candidates", rule.candidates), ("Next", rule.next_steps),
-                           ("Explains", rule.explains), ("References", rule.refs)):
+         f"   confidence: {rule.confidence}   scope: {rule.scope}\n  {rule.text('title', language)}\n")
+    echo("Why:\n  " + " ".join(rule.text("why", language).split()))
+    for heading, items in (("Fix", rule.text("fix", language)), ("Candidates", rule.candidates),
+                           ("Next", rule.text("next_steps", language)), ("Explains", rule.explains),
+                           ("References", rule.refs)):
         if items:
             echo(f"{heading}:")
             for item in items:

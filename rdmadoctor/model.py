@@ -107,7 +107,10 @@ class Run:
     addresses: List[Address] = field(default_factory=list)
     result_header_line: Optional[int] = None
     results: List[ResultRow] = field(default_factory=list)
-    results_dropped: int = 0         # rows beyond the kept maximum (huge logs)
+    results_dropped: int = 0         # rows printed but not kept in `results` (which keeps the rows that matter)
+    # every row counted: rows, real_rows, garbage_rows, kept_rows, sizes, and for each (kind, unit) the min, median
+    # and max of its measured column (logparse.runs.RowStats)
+    row_summary: Optional[Dict[str, Any]] = None
     messages: List[Message] = field(default_factory=list)
     messages_dropped: int = 0
     label: Optional[str] = None      # a separator's label ("SERVER", "node2") when the paste had one
@@ -183,7 +186,7 @@ class Rung:
 @dataclass
 class Verdict:
     status: str                      # ok | warning | failure | unknown
-    cause: str                       # slug; "unknown" when nothing names a cause
+    cause: Optional[str]             # slug; "unknown" when nothing names a cause, None when all is well
     rule: Optional[str]
     summary: str
     confidence: Optional[str] = None

@@ -58,7 +58,7 @@ def test_both_sides_in_one_paste_with_separators_and_crlf():
 
 
 def test_both_sides_without_separators_or_commands():
-    server = "\n".join(l for l in (SEED / "server.log").read_text().splitlines() if not l.startswith("[root"))
+    server = "\n".join(line for line in (SEED / "server.log").read_text().splitlines() if not line.startswith("[root"))
     client = "\n".join((SEED / "client.log").read_text().splitlines()[1:])
     parsed = parse_text(server + "\n" + client)
     assert [r.side for r in parsed.runs] == ["server", "client"]
@@ -108,7 +108,8 @@ def test_latency_rows_and_duration_rows():
         "    \t\t3.61   \n")
     run = parse_text(text).runs[0]
     assert run.results[0].kind == "lat" and run.results[0].values["t_typical"] == pytest.approx(1.01)
-    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n 2       123456            1.10        901234.00\n")
+    dur = parse_text(" #bytes        #iterations       t_avg[usec]    tps average\n"
+                     " 2       123456            1.10        901234.00\n")
     assert dur.runs[0].results[0].kind == "lat_dur"
 
 
@@ -180,3 +181,43 @@ def test_a_huge_line_and_a_long_log_stay_bounded():
     assert parsed.sources[0].total_lines == 50_002
     assert parsed.sources[0].truncated
     assert parsed.runs[0].messages[0].line == 50_002
+
+
+def test_result_row_after_a_warning_in_a_flattened_paste():
+    """A healthy client paste flattened into one line, perftest's CPU-frequency warning between the table's titles
+    and its row: the row is read (the run completed, it did not stall in the traffic)."""
+    client = (FIXTURES / "real" / "felixfu-cx3-write-bw-healthy" / "client.log").read_text()
+    assert "Conflicting CPU frequency" in client
+    run = parse_text(" ".join(client.split("\n"))).runs[0]
+    assert [(r.size, r.iterations) for r in run.results] == [(65536, 5000)]
+    assert run.results[0].values["bw_avg"] == pytest.approx(4508.79)
+    assert "T13" in [m.id for m in run.messages]
+
+
+@pytest.mark.parametrize("offset", [-30, -10, -1, 0, 1])
+def test_message_across_an_internal_cut_of_a_long_line(offset):
+    """A line longer than reader.MAX_LINE is read in pieces; a message that crosses where one piece ends is found."""
+    from rdmadoctor.logparse import reader
+    message = "Couldn't connect to 192.0.2.1:18515"
+    start = reader.MAX_LINE + offset
+    line = "x" * (start - 1) + " " + message + " " + "y " * 20000
+    assert len(line) > 2 * reader.MAX_LINE and line.index(message) == start
+    run = parse_text(line + "\n").runs[0]
+    assert [(m.id, m.fields.get("host"), m.line) for m in run.messages] == [("C02", "192.0.2.1", 1)]
+
+
+def test_result_rows_are_summarised_not_listed():
+    """Thousands of rows: every one counted, the rows that matter kept (first, last, best), min/median/max."""
+    header = (SEED / "server.log").read_text().split("#bytes")[0]
+    rows = "".join(f" 65536      5000           {9000 + i % 100}.00            {9000 + (i * 7) % 101}.50"
+                   f"\t\t   0.146000\n" for i in range(20000))
+    text = header + " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n" + rows
+    run = parse_text(text).runs[0]
+    summary = run.row_summary
+    assert summary["rows"] == summary["real_rows"] == 20000 and summary["sizes"] == [65536]
+    assert len(run.results) <= 5 and len(run.results) + run.results_dropped == 20000
+    measured = summary["measured"][0]
+    assert (measured["column"], measured["min"], measured["max"]) == ("bw_avg", 9000.5, 9100.5)
+    assert measured["median_exact"] and 9000.5 <= measured["median"] <= 9100.5
+    best = max(run.results, key=lambda r: r.values["bw_avg"])
+    assert best.values["bw_avg"] == 9100.5

@@ -112,3 +112,10 @@ def test_check_judges_against_the_hardware_port_rate_only(spec, rate):
     rule = TABLE[0]
     facts = rule_cases.facts_of(spec, rule, Path(rule_cases.REPO_FIXTURES))
     assert check(facts).link_rate_gbps == rate
+
+
+def test_a_nested_template_field_is_refused(tmp_path):
+    (tmp_path / "site.toml").write_text(RULE.replace("{when}", '{ message = "D05" }').replace("{scope}", "run")
+                                        .replace("t {run.num_qps}", "t {run.tool|default:the {run.side}}"))
+    with pytest.raises(rule_table.RuleError, match="fields do not nest"):
+        rule_table.build([rule_table.rules_dir(), tmp_path])

@@ -3,9 +3,11 @@
     python tools/scorecard.py [--json] [--cases]
 
 For every case with a cause its source established (a label of high or medium confidence):
-  top-1   the verdict names that cause (for a healthy run: the verdict is ok);
-  top-3   the cause is among the verdict's first three candidates (the verdict's cause, then its candidate
-          causes, then the causes of the findings nothing explains, in rank order).
+  verdict the verdict itself names that cause (for a healthy run: the verdict is ok);
+  top-1   the first cause rdmadoctor names is that cause: the verdict's cause, or, when the paste cannot tell
+          (an `unknown` verdict), the first of its ranked candidates;
+  top-3   the cause is among the first three it names (the verdict's cause, then its candidate causes, then
+          the causes of the findings nothing explains, in rank order).
 Over every case, whatever its label:
   confident wrong   the verdict names another cause at high confidence;
   failure called ok the source shows a failure and the verdict is ok.
@@ -49,10 +51,17 @@ class Case:
         return self.expected != "unknown" and self.meta["confidence_of_label"] in ("high", "medium")
 
     @property
-    def top1(self) -> bool:
+    def named(self) -> bool:
+        """The verdict itself names the established cause."""
         if self.expected in HEALTHY:
             return self.status == "ok"
         return self.cause == self.expected and self.status == self.meta["expected_status"]
+
+    @property
+    def top1(self) -> bool:
+        if self.expected in HEALTHY:
+            return self.status == "ok"
+        return self.named or (self.status == "unknown" and self.ranked[:1] == [self.expected])
 
     @property
     def top3(self) -> bool:
@@ -97,6 +106,7 @@ def cases(base: Path = REAL) -> List[Case]:
 class Tally:
     cases: int = 0
     established: int = 0
+    named: int = 0
     top1: int = 0
     top3: int = 0
     confident_wrong: int = 0
@@ -109,6 +119,7 @@ class Tally:
         self.failure_called_ok += c.failure_called_ok
         if c.established:
             self.established += 1
+            self.named += c.named
             self.top1 += c.top1
             self.top3 += c.top3
             if not c.top1:
@@ -116,7 +127,8 @@ class Tally:
 
     def row(self, name: str) -> List[str]:
         pct = (lambda n: f"{100 * n / self.established:.0f}%") if self.established else (lambda n: "-")
-        return [name, str(self.cases), str(self.established), f"{self.top1} ({pct(self.top1)})",
+        return [name, str(self.cases), str(self.established), f"{self.named} ({pct(self.named)})",
+                f"{self.top1} ({pct(self.top1)})",
                 f"{self.top3} ({pct(self.top3)})", str(self.confident_wrong), str(self.failure_called_ok)]
 
 
@@ -129,7 +141,7 @@ def tallies(all_cases: List[Case]) -> Dict[str, Dict[str, Tally]]:
     return out
 
 
-HEAD = ["", "cases", "established", "top-1", "top-3", "confident wrong", "failure called ok"]
+HEAD = ["", "cases", "established", "verdict", "top-1", "top-3", "confident wrong", "failure called ok"]
 
 
 def render(t: Dict[str, Dict[str, Tally]]) -> str:

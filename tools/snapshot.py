@@ -5,7 +5,8 @@
 
 A refactoring or a faster parser must leave this unchanged: the same runs (side, tool, lines, header,
 addresses, result rows, messages) and the same verdict for every log fixture (fixtures/real,
-fixtures/lab, fixtures/handwritten) and every recorded facts file (check).
+fixtures/lab, fixtures/handwritten) and every recorded facts file (check), and what the run's parameters
+(views/params.py) and features (views/features.py) answer.
 """
 from __future__ import annotations
 
@@ -18,9 +19,37 @@ ROOT = Path(__file__).resolve().parent.parent
 LOG_NAMES = ("server.log", "client.log", "paste.log")
 
 
-def _run(run: Any) -> Dict[str, Any]:
+def _value(value: Any) -> Any:
+    """A parameter's or a feature's answer as comparable JSON (records and rows become dicts)."""
+    from dataclasses import asdict, is_dataclass
+    if is_dataclass(value) and not isinstance(value, type):
+        return _value(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): _value(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_value(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return value
+
+
+def _views(run: Any, runs: List[Any]) -> Dict[str, Any]:
+    """What views/params.py and views/features.py answer for the run: a new row representation must keep them."""
+    from rdmadoctor.views import features, params
+    ctx: Dict[str, Any] = {"runs": runs, "link_rate_gbps": 100.0}
+    out: Dict[str, Any] = {}
+    for name in params.PARAMETERS:
+        v = params.read(run, name)
+        out[f"param.{name}"] = None if v is None else _value([v.value, v.source, v.line, v.text])
+    for name in features.FEATURES:
+        out[f"feature.{name}"] = _value(features.feature(run, name, ctx))
+    return out
+
+
+def _run(run: Any, runs: List[Any]) -> Dict[str, Any]:
     rows = run.results
     return {
+        "views": _views(run, runs),
         "source": Path(run.source).name, "index": run.index, "side": run.side, "tool": run.tool,
         "lines": [run.first_line, run.last_line],
         "command": run.command.text if run.command else None,
@@ -63,7 +92,7 @@ def save() -> Dict[str, Any]:
     for name, logs in log_sets().items():
         parsed = parse_paths([str(p) for p in logs])
         d = diagnose.explain(parsed)
-        out["explain"][name] = {"verdict": _verdict(d), "runs": [_run(r) for r in parsed.runs]}
+        out["explain"][name] = {"verdict": _verdict(d), "runs": [_run(r, parsed.runs) for r in parsed.runs]}
     for path in sorted((ROOT / "fixtures").rglob("*.json")):
         if path.name == "meta.json" or "bench" in path.parts:
             continue

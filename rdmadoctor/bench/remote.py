@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 
 from rdmadoctor.probe import agent_client
 from rdmadoctor.probe.agent_client import AgentFailure
-from rdmadoctor.knowledge.perftest import RunSpec
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT, RunSpec
 
 CONNECT_TIMEOUT = 5.0
 CALL_TIMEOUT = 15.0
@@ -45,7 +45,7 @@ class AgentPeer:
         finally:
             session.close()
 
-    def facts(self, perftest_port: int = 18515) -> Optional[Dict[str, Any]]:
+    def facts(self, perftest_port: int = DEFAULT_PORT) -> Optional[Dict[str, Any]]:
         """The peer's facts (for the report and for explaining a shortfall), or None when it cannot give them."""
         try:
             session = self._open()

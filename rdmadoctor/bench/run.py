@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import time
-from typing import Callable, List, Optional, Protocol
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
 from rdmadoctor.runtime.pty import PtyProcess
@@ -48,11 +48,12 @@ def _record(spec: RunSpec, argv: List[str], server_argv: List[str], client: dict
     parsed = parse_streams([("server.log", io.BytesIO(server_text.encode())),
                             ("client.log", io.BytesIO(client_text.encode()))])
     client_run = next((r for r in parsed.runs if r.side == "client"), None)
-    numbers = metrics(client_run)
+    numbers: Dict[str, Any] = metrics(client_run)
     errors = any(m.kind == "error" for run in parsed.runs for m in run.messages)
     ok = (client.get("rc") == 0 and not client.get("timed_out") and not errors
           and any(v is not None for v in numbers.values()))
-    return ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)), size=int(spec.get("size")) if spec.get("size") else None,
+    size = int(spec.get("size")) if spec.get("size") else None
+    return ComboResult(tool=spec.tool, qp=int(spec.get("qp", 1)), size=size,
                        status="ok" if ok else "failed", seconds=round(seconds, 3), argv=argv,
                        client_log=client_text, server_log=server_text, **numbers)
 

@@ -29,7 +29,7 @@ from rdmadoctor.runtime import jsonio
 from rdmadoctor.runtime.files import write_private
 
 SCHEMA = "rdmadoctor-facts/1"
-ORDER = ("versions", "devices", "kernel", "netlink", "limits", "firewall", "ports", "pci")
+ORDER = ("versions", "devices", "kernel", "netlink", "limits", "firewall", "ports", "pci", "qos")
 STATUSES = ("ok", "partial", "unavailable")
 TOTAL_BUDGET = 30.0
 

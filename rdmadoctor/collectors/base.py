@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT
 from rdmadoctor.runtime import proc
 from rdmadoctor.runtime.proc import CommandResult
 
@@ -45,7 +46,7 @@ def errno_text(exc: OSError) -> str:
 class CollectContext:
     root: Path = Path("/")                 # prefix for /sys, /proc, /dev, /etc: tests point it at a fixture tree
     peer: Optional[str] = None             # --peer address, for the route and firewall questions
-    port: int = 18515                      # the perftest side-channel port to ask about
+    port: int = DEFAULT_PORT               # the perftest side-channel port to ask about
     probe_port: Optional[int] = None       # the rdmadoctor agent / probe port, when one is used
     is_root: bool = field(default_factory=lambda: _euid() == 0)
     live: bool = True                      # False when reading a fixture tree: no commands, no netlink
@@ -169,6 +170,8 @@ class CollectContext:
         st = os.stat(self.path(rel))
         import stat as _stat
         kind = "char" if _stat.S_ISCHR(st.st_mode) else "dir" if _stat.S_ISDIR(st.st_mode) else "other"
+        readable: Optional[bool]
+        writable: Optional[bool]
         if self.live:
             readable, writable = os.access(self.path(rel), os.R_OK), os.access(self.path(rel), os.W_OK)
         else:

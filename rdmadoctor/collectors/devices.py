@@ -27,18 +27,19 @@ TIMEOUT = 25.0
 IB = "/sys/class/infiniband"
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
-# ABI-stable values (rdma-core libibverbs/verbs.h, devinfo.c): compare ints, not enum import paths.
-PORT_STATE = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
-PHYS_STATE = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
-              6: "LinkErrorRecovery", 7: "PhyTest"}
-LINK_LAYER = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
-MTU = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
-WIDTH = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
-SPEED_GBPS = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
-NODE_TYPE = {1: "CA", 2: "Switch", 3: "Router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP", 7: "unspecified"}
-TRANSPORT = {0: "InfiniBand", 1: "iWARP", 2: "usNIC", 3: "usNIC UDP", 4: "unspecified"}
-GID_ENTRY_TYPE = {0: "IB", 1: "IB/RoCE v1", 2: "RoCE v2"}          # GIDEntry.gid_type (ibv_gid_type)
-SYSFS_GID_TYPE = {0: "IB/RoCE v1", 1: "RoCE v2"}                   # ibv_query_gid_type (ibv_gid_type_sysfs)
+# ABI-stable values (rdma-core libibverbs/verbs.h, devinfo.c): compare ints, not enum import paths. The keys
+# are whatever the pyverbs child's JSON holds: an unknown value is kept as it came.
+PORT_STATE: Dict[Any, str] = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+PHYS_STATE: Dict[Any, str] = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
+                              6: "LinkErrorRecovery", 7: "PhyTest"}
+LINK_LAYER: Dict[Any, str] = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
+MTU: Dict[Any, int] = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+WIDTH: Dict[Any, int] = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
+SPEED_GBPS: Dict[Any, float] = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
+NODE_TYPE: Dict[Any, str] = {1: "CA", 2: "Switch", 3: "Router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP", 7: "unspecified"}
+TRANSPORT: Dict[Any, str] = {0: "InfiniBand", 1: "iWARP", 2: "usNIC", 3: "usNIC UDP", 4: "unspecified"}
+GID_ENTRY_TYPE: Dict[Any, str] = {0: "IB", 1: "IB/RoCE v1", 2: "RoCE v2"}    # GIDEntry.gid_type (ibv_gid_type)
+SYSFS_GID_TYPE: Dict[Any, str] = {0: "IB/RoCE v1", 1: "RoCE v2"}    # ibv_query_gid_type (ibv_gid_type_sysfs)
 # node_type (sysfs "1: CA") -> transport, as libibverbs derives it (ibv_node_type_str / transport)
 NODE_TRANSPORT = {"CA": "InfiniBand", "Switch": "InfiniBand", "Router": "InfiniBand", "RNIC": "iWARP",
                   "usNIC": "usNIC", "usNIC UDP": "usNIC UDP"}
@@ -114,18 +115,11 @@ def sysfs_device(ctx: CollectContext, name: str) -> Dict[str, Any]:
     real = ctx.realpath(f"{base}/device")
     pci = os.path.basename(real) if real and BDF.match(os.path.basename(real)) else None
     parent = ctx.read_text(f"{base}/parent")
-    driver = ctx.link_name(f"{base}/device/driver")
-    if driver is None:
-        for prefix, drv in SOFT_DRIVERS:
-            if parent is not None and name.startswith(prefix):
-                driver = drv
-        if driver is None and parent is not None:
-            driver = "parent"           # a software device bound to a netdev, kind unknown
     dev: Dict[str, Any] = {
         "name": name,
         "node_type": node_type, "node_type_code": code,
         "transport": NODE_TRANSPORT.get(node_type or ""),
-        "driver": driver,
+        "driver": _driver(ctx, base, name, parent),
         "node_guid": ctx.read_text(f"{base}/node_guid"),
         "sys_image_guid": ctx.read_text(f"{base}/sys_image_guid"),
         "fw_ver": ctx.read_text(f"{base}/fw_ver") or None,
@@ -143,7 +137,35 @@ def sysfs_device(ctx: CollectContext, name: str) -> Dict[str, Any]:
         "source": "sysfs",
         "ports": [],
     }
-    # netdevs: the PCI function's net/ directory, rxe/siw's parent, and every GID's ndev (below)
+    dev["ports"], dev["netdevs"] = _sysfs_ports(ctx, name, pci, parent)
+    if not dev["ports"]:
+        ctx.unreadable(f"{name} ports", f"{base}/ports: {ctx.listdir_or_why(base + '/ports')[1] or 'empty'}")
+    dev["hw_counters"], errs = _numbers(ctx, f"{base}/hw_counters")
+    if errs:
+        ctx.unreadable(f"{name} hw_counters", _summarise(errs))
+    for uv in ctx.listdir("/sys/class/infiniband_verbs"):
+        if ctx.read_text(f"/sys/class/infiniband_verbs/{uv}/ibdev") == name:
+            dev["uverbs"] = uv
+    return dev
+
+
+def _driver(ctx: CollectContext, base: str, name: str, parent: Optional[str]) -> Optional[str]:
+    """The PCI driver; for a device without one, the software driver its name and parent netdev show."""
+    driver = ctx.link_name(f"{base}/device/driver")
+    if driver is not None or parent is None:
+        return driver
+    for prefix, drv in SOFT_DRIVERS:
+        if name.startswith(prefix):
+            driver = drv
+    return driver or "parent"           # a software device bound to a netdev, kind unknown
+
+
+def _sysfs_ports(ctx: CollectContext, name: str, pci: Optional[str],
+                 parent: Optional[str]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The device's ports, and its netdevs: the PCI function's net/ directory, rxe/siw's parent, every
+    GID's and port's netdev."""
+    base = f"{IB}/{name}"
+    ports: List[Dict[str, Any]] = []
     netdevs: List[str] = []
     if pci:
         netdevs.extend(ctx.listdir(f"{base}/device/net"))
@@ -154,22 +176,11 @@ def sysfs_device(ctx: CollectContext, name: str) -> Dict[str, Any]:
             continue
         p = sysfs_port(ctx, name, int(port), pci_netdevs=ctx.listdir(f"{base}/device/net") if pci else [],
                        parent=parent)
-        dev["ports"].append(p)
-        for g in p["gids"]:
-            if g.get("netdev"):
-                netdevs.append(g["netdev"])
+        ports.append(p)
+        netdevs.extend(g["netdev"] for g in p["gids"] if g.get("netdev"))
         if p.get("netdev"):
             netdevs.append(p["netdev"])
-    dev["netdevs"] = sorted(set(netdevs))
-    if not dev["ports"]:
-        ctx.unreadable(f"{name} ports", f"{base}/ports: {ctx.listdir_or_why(base + '/ports')[1] or 'empty'}")
-    dev["hw_counters"], errs = _numbers(ctx, f"{base}/hw_counters")
-    if errs:
-        ctx.unreadable(f"{name} hw_counters", _summarise(errs))
-    for uv in ctx.listdir("/sys/class/infiniband_verbs"):
-        if ctx.read_text(f"/sys/class/infiniband_verbs/{uv}/ibdev") == name:
-            dev["uverbs"] = uv
-    return dev
+    return ports, sorted(set(netdevs))
 
 
 def _summarise(errs: Dict[str, str]) -> str:
@@ -299,11 +310,30 @@ def run_verbs_probe(ctx: CollectContext, timeout: float = 15.0) -> Dict[str, Any
 
 def _merge(dev: Dict[str, Any], v: Dict[str, Any], ctx: CollectContext) -> None:
     """Overlay one pyverbs device onto its sysfs record, listing disagreements."""
-    disagree: List[str] = []
     if "error" in v:
         dev["verbs_error"] = v["error"]
         ctx.unreadable(f"{dev['name']} via verbs", f"{v['error'].get('op')}: {v['error'].get('message')}")
         return
+    disagree = _merge_attributes(dev, v)
+    sys_ports = {p["port"]: p for p in dev["ports"]}
+    for vp in v.get("ports", []):
+        p = sys_ports.get(vp["port"])
+        if p is None:
+            p = {"port": vp["port"], "gids": [], "counters": {}, "hw_counters": {}, "netdev": None}
+            dev["ports"].append(p)
+            disagree.append(f"port {vp['port']}: seen by verbs only")
+        if "error" in vp:
+            p["verbs_error"] = vp["error"]
+            ctx.unreadable(f"{dev['name']}/{vp['port']} via verbs", vp["error"].get("message", ""))
+            continue
+        disagree += _merge_port(p, vp)
+        disagree += _merge_gids(p, vp)
+    if disagree:
+        dev["disagreements"] = disagree
+
+
+def _merge_attributes(dev: Dict[str, Any], v: Dict[str, Any]) -> List[str]:
+    disagree = []
     a = v.get("attr") or {}
     dev["source"] = "pyverbs"
     dev["transport"] = TRANSPORT.get(v.get("transport_type"), dev.get("transport"))
@@ -318,60 +348,60 @@ def _merge(dev: Dict[str, Any], v: Dict[str, Any], ctx: CollectContext) -> None:
         if key in a:
             dev[key] = a[key]
     dev["phys_port_cnt"] = a.get("phys_port_cnt")
-    sys_ports = {p["port"]: p for p in dev["ports"]}
-    for vp in v.get("ports", []):
-        p = sys_ports.get(vp["port"])
-        if p is None:
-            p = {"port": vp["port"], "gids": [], "counters": {}, "hw_counters": {}, "netdev": None}
-            dev["ports"].append(p)
-            disagree.append(f"port {vp['port']}: seen by verbs only")
-        if "error" in vp:
-            p["verbs_error"] = vp["error"]
-            ctx.unreadable(f"{dev['name']}/{vp['port']} via verbs", vp["error"].get("message", ""))
-            continue
-        named = {"state": PORT_STATE.get(vp.get("state"), vp.get("state")),
-                 "phys_state": PHYS_STATE.get(vp.get("phys_state"), vp.get("phys_state")),
-                 "link_layer": LINK_LAYER.get(vp.get("link_layer"), vp.get("link_layer")),
-                 "lid": vp.get("lid"), "sm_lid": vp.get("sm_lid"), "gid_tbl_len": vp.get("gid_tbl_len")}
-        for key, value in named.items():
-            if p.get(key) is not None and value is not None and p[key] != value:
-                disagree.append(f"port {vp['port']} {key}: sysfs {p[key]!r}, verbs {value!r}")
-            p[key] = value
-        p["state_code"], p["phys_state_code"] = vp.get("state"), vp.get("phys_state")
-        p["active_mtu"], p["max_mtu"] = MTU.get(vp.get("active_mtu")), MTU.get(vp.get("max_mtu"))
-        speed = vp.get("active_speed_ex") or vp.get("active_speed")
-        p["active_width"] = WIDTH.get(vp.get("active_width"))
-        p["active_speed_gbps_per_lane"] = SPEED_GBPS.get(speed)
-        p["port_cap_flags"] = vp.get("port_cap_flags")
-        p["max_msg_sz"] = vp.get("max_msg_sz")
-        p["pkey_tbl_len"] = vp.get("pkey_tbl_len")
-        vgids = []
-        for g in vp.get("gids", []):
-            try:
-                gid, v4 = canonical_gid(g["gid"])
-            except (ValueError, KeyError):
-                continue
-            if "gid_type" in g:
-                gtype = GID_ENTRY_TYPE.get(g["gid_type"], g["gid_type"])
-            else:
-                gtype = SYSFS_GID_TYPE.get(g.get("sysfs_gid_type"))
-            if p.get("link_layer") == "InfiniBand":
-                gtype = "IB"
-            entry = {"index": g["index"], "gid": gid, "type": gtype, "netdev": g.get("netdev")}
-            if v4:
-                entry["ipv4"] = v4
-            vgids.append(entry)
-        old = {(g["index"], g["gid"], g["type"]) for g in p.get("gids", [])}
-        new = {(g["index"], g["gid"], g["type"]) for g in vgids}
-        if old != new and p.get("gids"):
-            disagree.append(f"port {vp['port']} gids: sysfs {sorted(old - new)}, verbs {sorted(new - old)}")
-        by_index = {g["index"]: g for g in p.get("gids", [])}
-        for g in vgids:                          # verbs gives the ifindex; sysfs the name: keep what we have
-            if not g.get("netdev") and by_index.get(g["index"], {}).get("netdev"):
-                g["netdev"] = by_index[g["index"]]["netdev"]
-        p["gids"] = sorted(vgids, key=lambda g: g["index"])
-    if disagree:
-        dev["disagreements"] = disagree
+    return disagree
+
+
+def _merge_port(p: Dict[str, Any], vp: Dict[str, Any]) -> List[str]:
+    disagree = []
+    named = {"state": PORT_STATE.get(vp.get("state"), vp.get("state")),
+             "phys_state": PHYS_STATE.get(vp.get("phys_state"), vp.get("phys_state")),
+             "link_layer": LINK_LAYER.get(vp.get("link_layer"), vp.get("link_layer")),
+             "lid": vp.get("lid"), "sm_lid": vp.get("sm_lid"), "gid_tbl_len": vp.get("gid_tbl_len")}
+    for key, value in named.items():
+        if p.get(key) is not None and value is not None and p[key] != value:
+            disagree.append(f"port {vp['port']} {key}: sysfs {p[key]!r}, verbs {value!r}")
+        p[key] = value
+    p["state_code"], p["phys_state_code"] = vp.get("state"), vp.get("phys_state")
+    p["active_mtu"], p["max_mtu"] = MTU.get(vp.get("active_mtu")), MTU.get(vp.get("max_mtu"))
+    speed = vp.get("active_speed_ex") or vp.get("active_speed")
+    p["active_width"] = WIDTH.get(vp.get("active_width"))
+    p["active_speed_gbps_per_lane"] = SPEED_GBPS.get(speed)
+    p["port_cap_flags"] = vp.get("port_cap_flags")
+    p["max_msg_sz"] = vp.get("max_msg_sz")
+    p["pkey_tbl_len"] = vp.get("pkey_tbl_len")
+    return disagree
+
+
+def _verbs_gid(g: Dict[str, Any], link_layer: Any) -> Optional[Dict[str, Any]]:
+    try:
+        gid, v4 = canonical_gid(g["gid"])
+    except (ValueError, KeyError):
+        return None
+    if "gid_type" in g:
+        gtype = GID_ENTRY_TYPE.get(g["gid_type"], g["gid_type"])
+    else:
+        gtype = SYSFS_GID_TYPE.get(g.get("sysfs_gid_type"))
+    if link_layer == "InfiniBand":
+        gtype = "IB"
+    entry = {"index": g["index"], "gid": gid, "type": gtype, "netdev": g.get("netdev")}
+    if v4:
+        entry["ipv4"] = v4
+    return entry
+
+
+def _merge_gids(p: Dict[str, Any], vp: Dict[str, Any]) -> List[str]:
+    disagree = []
+    vgids = [e for e in (_verbs_gid(g, p.get("link_layer")) for g in vp.get("gids", [])) if e is not None]
+    old = {(g["index"], g["gid"], g["type"]) for g in p.get("gids", [])}
+    new = {(g["index"], g["gid"], g["type"]) for g in vgids}
+    if old != new and p.get("gids"):
+        disagree.append(f"port {vp['port']} gids: sysfs {sorted(old - new)}, verbs {sorted(new - old)}")
+    by_index = {g["index"]: g for g in p.get("gids", [])}
+    for g in vgids:                          # verbs gives the ifindex; sysfs the name: keep what we have
+        if not g.get("netdev") and by_index.get(g["index"], {}).get("netdev"):
+            g["netdev"] = by_index[g["index"]]["netdev"]
+    p["gids"] = sorted(vgids, key=lambda g: g["index"])
+    return disagree
 
 
 # -- counters --------------------------------------------------------------------------------------------
@@ -415,27 +445,9 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     devices = read_sysfs(ctx)
     first = _sample(ctx, devices) if devices else {}
     sample_from = time.monotonic()
-
-    pyverbs: Dict[str, Any] = {"available": False}
-    if not ctx.use_pyverbs:
-        pyverbs["error"] = "not used (sysfs only was asked for)"
-    elif not ctx.live:
-        pyverbs["error"] = "not run: reading a saved tree, not this host"
-    else:
-        pyverbs = run_verbs_probe(ctx)
+    pyverbs = _pyverbs(ctx)
     if pyverbs.get("available") and "devices" in pyverbs and not pyverbs.get("error"):
-        by_name = {d["name"]: d for d in devices}
-        for v in pyverbs["devices"]:
-            dev = by_name.get(v["name"])
-            if dev is None:                     # in verbs but not in sysfs: unusual (another SYSFS_PATH?)
-                dev = {"name": v["name"], "ports": [], "netdevs": [], "source": "pyverbs", "pci": None,
-                       "driver": None, "node_type": NODE_TYPE.get(v.get("node_type")), "counters": {}}
-                devices.append(dev)
-            dev["verbs_visible"] = True
-            _merge(dev, v, ctx)
-        for dev in devices:
-            if "verbs_visible" not in dev:
-                dev["verbs_visible"] = False     # sysfs has it, libibverbs does not list it
+        _overlay_verbs(devices, pyverbs["devices"], ctx)
     verbs_ok = any(d.get("source") == "pyverbs" for d in devices)
     for dev in devices:
         dev.setdefault("verbs_visible", None)
@@ -443,19 +455,11 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             why_not = pyverbs.get("error") or "libibverbs did not list the device"
             ctx.unreadable(f"{dev['name']}: device capabilities and port MTUs",
                            f"only verbs can query them; pyverbs: {why_not}")
-    if devices and ctx.live and ctx.sample_seconds > 0:
-        left = ctx.sample_seconds - (time.monotonic() - sample_from)
-        if left > 0:
-            time.sleep(left)
-        _deltas(ctx, devices, first, sample_from)
-    elif devices:
-        for d in devices:
-            for p in d["ports"]:
-                p["counter_deltas"], p["delta_seconds"] = None, None
+    _counter_deltas(ctx, devices, first, sample_from)
     ctx.source = "pyverbs+sysfs" if verbs_ok else "sysfs"
     uverbs = [u for u in ctx.listdir("/sys/class/infiniband_verbs") if u.startswith("uverbs")]
-    summary = {k: pyverbs[k] for k in ("available", "version", "python", "error_kind", "error", "errno")
-               if k in pyverbs}
+    summary: Dict[str, Any] = {k: pyverbs[k] for k in ("available", "version", "python", "error_kind", "error",
+                                                       "errno") if k in pyverbs}
     if "devices" in pyverbs:
         summary["devices"] = [v.get("name") for v in pyverbs["devices"]]
     data: Dict[str, Any] = {
@@ -470,3 +474,39 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
                         if not subsystem else "the RDMA subsystem is loaded but has no device "
                         "(no provider driver bound, no 'rdma link add' for rxe/siw, or another network namespace)")
     return data
+
+
+def _pyverbs(ctx: CollectContext) -> Dict[str, Any]:
+    if not ctx.use_pyverbs:
+        return {"available": False, "error": "not used (sysfs only was asked for)"}
+    if not ctx.live:
+        return {"available": False, "error": "not run: reading a saved tree, not this host"}
+    return run_verbs_probe(ctx)
+
+
+def _overlay_verbs(devices: List[Dict[str, Any]], verbs_devices: List[Dict[str, Any]], ctx: CollectContext) -> None:
+    by_name = {d["name"]: d for d in devices}
+    for v in verbs_devices:
+        dev = by_name.get(v["name"])
+        if dev is None:                     # in verbs but not in sysfs: unusual (another SYSFS_PATH?)
+            dev = {"name": v["name"], "ports": [], "netdevs": [], "source": "pyverbs", "pci": None,
+                   "driver": None, "node_type": NODE_TYPE.get(v.get("node_type")), "counters": {}}
+            devices.append(dev)
+        dev["verbs_visible"] = True
+        _merge(dev, v, ctx)
+    for dev in devices:
+        if "verbs_visible" not in dev:
+            dev["verbs_visible"] = False     # sysfs has it, libibverbs does not list it
+
+
+def _counter_deltas(ctx: CollectContext, devices: List[Dict[str, Any]], first: Dict, sample_from: float) -> None:
+    """Live: wait out the sample interval and take the second sample. A saved tree has no deltas."""
+    if devices and ctx.live and ctx.sample_seconds > 0:
+        left = ctx.sample_seconds - (time.monotonic() - sample_from)
+        if left > 0:
+            time.sleep(left)
+        _deltas(ctx, devices, first, sample_from)
+        return
+    for d in devices:
+        for p in d["ports"]:
+            p["counter_deltas"], p["delta_seconds"] = None, None

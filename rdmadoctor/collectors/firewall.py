@@ -11,7 +11,7 @@ Reading the rules needs CAP_NET_ADMIN: without it the section is unavailable, ne
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 from rdmadoctor.collectors.limits import CAP_NET_ADMIN, capabilities
@@ -84,12 +84,16 @@ def read_nft(ctx: CollectContext) -> Dict[str, Any]:
     return doc
 
 
+def _saves(ctx: CollectContext, tools: Tuple[Tuple[str, str], ...]) -> Iterator[Tuple[str, str, Any]]:
+    """(tool, family, its result) for each of the *-save tools that is installed."""
+    for tool, fam in tools:
+        if ctx.which(tool) is not None:
+            yield tool, fam, ctx.run([tool], timeout=5.0)
+
+
 def read_legacy(ctx: CollectContext) -> Dict[str, str]:
     texts = {}
-    for tool, fam in (("iptables-legacy-save", "ip"), ("ip6tables-legacy-save", "ip6")):
-        if ctx.which(tool) is None:
-            continue
-        res = ctx.run([tool], timeout=5.0)
+    for tool, fam, res in _saves(ctx, (("iptables-legacy-save", "ip"), ("ip6tables-legacy-save", "ip6"))):
         if res.rc != 0:
             ctx.unreadable(tool, f"exit {res.rc}: {res.stderr.strip()[:200]}")
             continue
@@ -103,14 +107,8 @@ def has_xt(nft_doc: Optional[Dict[str, Any]]) -> bool:
 
 def read_nft_save(ctx: CollectContext) -> Dict[str, str]:
     """iptables-nft-save text, which keeps what the nft JSON shows as opaque xt matches (conntrack states...)."""
-    texts = {}
-    for tool, fam in (("iptables-nft-save", "ip"), ("ip6tables-nft-save", "ip6")):
-        if ctx.which(tool) is None:
-            continue
-        res = ctx.run([tool], timeout=5.0)
-        if res.rc == 0 and res.stdout.strip():
-            texts[fam] = res.stdout
-    return texts
+    return {fam: res.stdout for _, fam, res in _saves(ctx, (("iptables-nft-save", "ip"), ("ip6tables-nft-save", "ip6")))
+            if res.rc == 0 and res.stdout.strip()}
 
 
 def _replace_xt_tables(objs: List[Dict[str, Any]], nft_save: Dict[str, str]) -> Tuple[List[Dict[str, Any]],
@@ -183,6 +181,22 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     if not _has_net_admin(ctx):
         raise Unavailable("needs CAP_NET_ADMIN (run as root): nft and iptables-save cannot read the rules "
                           "otherwise")
+    nft_doc, legacy = _read_rulesets(ctx)
+    nft_save: Dict[str, str] = {}
+    if has_xt(nft_doc):
+        try:
+            nft_save = read_nft_save(ctx)
+        except Unavailable as exc:
+            ctx.unreadable("iptables-nft-save", str(exc))
+    data = evaluate_documents(nft_doc, legacy, ctx, _peer_route(ctx), nft_save=nft_save)
+    _keep_texts(data, nft_doc, legacy, nft_save)
+    ctx.source = " + ".join(s for s in ("nft -j" if nft_doc is not None else "",
+                                        "iptables-legacy-save" if legacy else "") if s)
+    return data
+
+
+def _read_rulesets(ctx: CollectContext) -> Tuple[Optional[Dict[str, Any]], Dict[str, str]]:
+    """The nft ruleset and the iptables-legacy save texts; one of them must be readable."""
     nft_doc = None
     nft_error = None
     try:
@@ -198,13 +212,13 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         raise Unavailable(f"cannot read the ruleset: {nft_error}; iptables-legacy-save is not installed either")
     if nft_doc is None:
         ctx.unreadable("nftables ruleset", nft_error or "unreadable")
-    nft_save: Dict[str, str] = {}
-    if has_xt(nft_doc):
-        try:
-            nft_save = read_nft_save(ctx)
-        except Unavailable as exc:
-            ctx.unreadable("iptables-nft-save", str(exc))
-    data = evaluate_documents(nft_doc, legacy, ctx, _peer_route(ctx), nft_save=nft_save)
+    return nft_doc, legacy
+
+
+def _keep_texts(data: Dict[str, Any], nft_doc: Optional[Dict[str, Any]], legacy: Dict[str, str],
+                nft_save: Dict[str, str]) -> None:
+    """What was read, kept in the section so that a saved facts file can be judged again (a large ruleset
+    only by its size)."""
     if nft_save:
         data["nft_save"] = nft_save
     if nft_doc is not None:
@@ -214,6 +228,3 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             data["nft_ruleset_omitted"] = f"{len(raw)} bytes (over {KEEP_RULESET_BYTES})"
     if legacy:
         data["legacy_save"] = legacy
-    ctx.source = " + ".join(s for s in ("nft -j" if nft_doc is not None else "",
-                                        "iptables-legacy-save" if legacy else "") if s)
-    return data

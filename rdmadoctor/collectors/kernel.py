@@ -228,19 +228,41 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         ctx.unreadable("/proc/modules", why or "unreadable")
     names = {m["name"] for m in modules or []}
     data["modules"] = sorted(names) if modules is not None else None
+    data["rdma_modules"] = rdma = _rdma_modules(ctx, names, modules is not None)
+    data["rdma_module_details"] = [m for m in modules or [] if m["name"] in CORE_MODULES + PROVIDER_MODULES]
+    release = ctx.read_text("/proc/sys/kernel/osrelease")
+    data["release"] = release
+    _netns(ctx, data, rdma)
+    devs, why = dev_infiniband(ctx)
+    data["dev_infiniband"] = devs if devs is not None else []
+    if devs is None:
+        data["dev_infiniband_missing"] = why
+    restrict = ctx.read_int("/proc/sys/kernel/dmesg_restrict")
+    data["dmesg_restrict"] = restrict
+    data["log"] = log = _log(ctx, restrict)
+    config, where = read_config(ctx, release)
+    data["config"] = config
+    data["config_source"] = where if config is not None else None
+    if config is None:
+        ctx.unreadable("kernel config", where)
+    ctx.source = "procfs+sysfs" + (f"+{log['source']}" if log.get("source") else "")
+    return data
+
+
+def _rdma_modules(ctx: CollectContext, names: set, listed: bool) -> Dict[str, bool]:
+    """Core modules loaded or built in (without a module list, present in /sys/module); providers present."""
     rdma = {}
     for m in CORE_MODULES:
         loaded = m in names
         builtin = not loaded and ctx.isdir(f"/sys/module/{m}") and not ctx.exists(f"/sys/module/{m}/initstate")
-        rdma[m] = loaded or builtin or (ctx.isdir(f"/sys/module/{m}") if modules is None else False)
+        rdma[m] = loaded or builtin or (ctx.isdir(f"/sys/module/{m}") if not listed else False)
     for m in PROVIDER_MODULES:
         if m in names or ctx.isdir(f"/sys/module/{m}"):
             rdma[m] = True
-    data["rdma_modules"] = rdma
-    data["rdma_module_details"] = [m for m in modules or [] if m["name"] in CORE_MODULES + PROVIDER_MODULES]
-    release = ctx.read_text("/proc/sys/kernel/osrelease")
-    data["release"] = release
+    return rdma
 
+
+def _netns(ctx: CollectContext, data: Dict[str, Any], rdma: Dict[str, bool]) -> None:
     mode, extra, why = (netns_mode(ctx) if ctx.live else (None, None, "not run: reading a saved tree"))
     data["rdma_netns_mode"] = mode
     if extra:
@@ -251,12 +273,8 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
         else:
             ctx.unreadable("rdma netns mode", why or "unknown")
 
-    devs, why = dev_infiniband(ctx)
-    data["dev_infiniband"] = devs if devs is not None else []
-    if devs is None:
-        data["dev_infiniband_missing"] = why
-    restrict = ctx.read_int("/proc/sys/kernel/dmesg_restrict")
-    data["dmesg_restrict"] = restrict
+
+def _log(ctx: CollectContext, restrict: Optional[int]) -> Dict[str, Any]:
     log = read_log(ctx)
     if not log["readable"]:
         reason = log["unreadable"]
@@ -264,11 +282,4 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             reason = f"dmesg_restrict=1 and no CAP_SYSLOG (run as root, or join group systemd-journal/adm): {reason}"
         log["unreadable"] = reason
         ctx.unreadable("kernel log", reason)
-    data["log"] = log
-    config, where = read_config(ctx, release)
-    data["config"] = config
-    data["config_source"] = where if config is not None else None
-    if config is None:
-        ctx.unreadable("kernel config", where)
-    ctx.source = "procfs+sysfs" + (f"+{log['source']}" if log.get("source") else "")
-    return data
+    return log

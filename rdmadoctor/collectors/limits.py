@@ -26,7 +26,7 @@ def _limit(value: str) -> Optional[int]:
     return None if value == "unlimited" else int(value)
 
 
-def parse_proc_limits(text: str) -> Optional[Dict[str, Optional[int]]]:
+def parse_proc_limits(text: str) -> Optional[Dict[str, Any]]:
     for line in text.splitlines():
         if line.startswith("Max locked memory"):
             parts = line[len("Max locked memory"):].split()

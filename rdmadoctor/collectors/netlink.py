@@ -14,7 +14,7 @@ import socket
 import sys
 import threading
 import types
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 
@@ -139,18 +139,18 @@ def sysfs_links(ctx: CollectContext) -> List[Dict[str, Any]]:
                     "mtu": ctx.read_int(f"{base}/mtu"), "kind": None,
                     "address": ctx.read_text(f"{base}/address"),
                     "master": ctx.link_name(f"{base}/master")})
-    return sorted(out, key=lambda l: (l["index"] is None, l["index"] or 0))
+    return sorted(out, key=lambda link: (link["index"] is None, link["index"] or 0))
 
 
 def _links(ipr: Any) -> List[Dict[str, Any]]:
     links = list(ipr.get_links())
-    names = {l["index"]: _get(l, "ifname") for l in links}
+    names = {link["index"]: _get(link, "ifname") for link in links}
     out = []
-    for l in links:
-        master = _get(l, "master")
-        out.append({"index": l["index"], "ifname": _get(l, "ifname"), "operstate": _get(l, "operstate"),
-                    "admin_up": bool(l["flags"] & IFF_UP), "carrier": _get(l, "carrier"),
-                    "mtu": _get(l, "mtu"), "kind": _kind(l), "address": _get(l, "address"),
+    for link in links:
+        master = _get(link, "master")
+        out.append({"index": link["index"], "ifname": _get(link, "ifname"), "operstate": _get(link, "operstate"),
+                    "admin_up": bool(link["flags"] & IFF_UP), "carrier": _get(link, "carrier"),
+                    "mtu": _get(link, "mtu"), "kind": _kind(link), "address": _get(link, "address"),
                     "master": names.get(master) if master else None})
     return out
 
@@ -232,49 +232,21 @@ def _same_ip(a: str, b: str) -> bool:
 
 def collect(ctx: CollectContext) -> Dict[str, Any]:
     if not ctx.live:
-        links = sysfs_links(ctx)
-        if not links:
-            raise Unavailable("not read: a saved tree without /sys/class/net")
-        ctx.source = "sysfs"
-        for what in ("addresses", "routes", "neighbours"):
-            ctx.unreadable(what, "needs rtnetlink on the live host (saved tree: only /sys/class/net)")
-        return {"links": links, "addresses": None, "routes": None, "neighbours": None}
+        return _sysfs_only(ctx, "not read: a saved tree without /sys/class/net", ("addresses", "routes", "neighbours"),
+                           "needs rtnetlink on the live host (saved tree: only /sys/class/net)")
     try:
         api = pyroute2_api()
     except ImportError as exc:
-        links = sysfs_links(ctx)
-        if not links:
-            raise Unavailable(f"pyroute2 is not installed ({exc}) and /sys/class/net is unreadable")
-        ctx.source = "sysfs"
-        for what in ("addresses", "routes", "neighbours") + (("peer route",) if ctx.peer else ()):
-            ctx.unreadable(what, f"pyroute2 is not installed: {exc}")
-        return {"links": links, "addresses": None, "routes": None, "neighbours": None}
-    version = api.version
-    if version in (None, "unknown"):                # Debian's 0.7.2 package says "unknown"
-        try:
-            from importlib import metadata
-            version = metadata.version("pyroute2")
-        except Exception:    # noqa: BLE001
-            pass
-    data: Dict[str, Any] = {"pyroute2": version}
+        return _sysfs_only(ctx, f"pyroute2 is not installed ({exc}) and /sys/class/net is unreadable",
+                           ("addresses", "routes", "neighbours") + (("peer route",) if ctx.peer else ()),
+                           f"pyroute2 is not installed: {exc}")
+    data: Dict[str, Any] = {"pyroute2": _pyroute2_version(api)}
     try:
         ipr = api.IPRoute()
     except Exception as exc:     # noqa: BLE001 - EPERM in a sandbox, no AF_NETLINK off Linux, loop errors
         raise Unavailable(f"cannot open rtnetlink: {type(exc).__name__}: {exc}")
     try:
-        data["links"] = _links(ipr)
-        names = {l["index"]: l["ifname"] for l in data["links"]}
-        for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours)):
-            try:
-                data[key] = fn(ipr, names)
-            except Exception as exc:     # noqa: BLE001
-                data[key] = None
-                ctx.unreadable(key, f"{type(exc).__name__}: {exc}")
-        if ctx.peer:
-            try:
-                data["peer"] = _peer(ipr, ctx.peer, names, data.get("neighbours") or [])
-            except Exception as exc:     # noqa: BLE001
-                ctx.unreadable("peer route", f"{type(exc).__name__}: {exc}")
+        _read_rtnetlink(ctx, ipr, data)
     finally:
         try:
             ipr.close()
@@ -282,3 +254,42 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             pass
     ctx.source = "rtnetlink (pyroute2)"
     return data
+
+
+def _sysfs_only(ctx: CollectContext, unavailable: str, unread: Tuple[str, ...], why: str) -> Dict[str, Any]:
+    """The links as /sys/class/net shows them; what only rtnetlink gives is listed as unreadable."""
+    links = sysfs_links(ctx)
+    if not links:
+        raise Unavailable(unavailable)
+    ctx.source = "sysfs"
+    for what in unread:
+        ctx.unreadable(what, why)
+    return {"links": links, "addresses": None, "routes": None, "neighbours": None}
+
+
+def _pyroute2_version(api: Any) -> Optional[str]:
+    version = api.version
+    if version in (None, "unknown"):                # Debian's 0.7.2 package says "unknown"
+        try:
+            from importlib import metadata
+            version = metadata.version("pyroute2")
+        except Exception:    # noqa: BLE001
+            pass
+    return version
+
+
+def _read_rtnetlink(ctx: CollectContext, ipr: Any, data: Dict[str, Any]) -> None:
+    """Links, then addresses, routes and neighbours (each may fail alone), then the route to the peer."""
+    data["links"] = _links(ipr)
+    names = {link["index"]: link["ifname"] for link in data["links"]}
+    for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours)):
+        try:
+            data[key] = fn(ipr, names)
+        except Exception as exc:     # noqa: BLE001
+            data[key] = None
+            ctx.unreadable(key, f"{type(exc).__name__}: {exc}")
+    if ctx.peer:
+        try:
+            data["peer"] = _peer(ipr, ctx.peer, names, data.get("neighbours") or [])
+        except Exception as exc:     # noqa: BLE001
+            ctx.unreadable("peer route", f"{type(exc).__name__}: {exc}")

@@ -1,6 +1,6 @@
 """Three-valued "would a NEW inbound packet be accepted?" over `nft -j list ruleset` (and iptables-save).
 
-Adapted from the evaluator sketch in the project's API notes (Appendix A), with these semantics:
+The semantics:
   * every base chain on the path runs, ordered by hook (netdev ingress, prerouting, input) then priority;
     `accept` ends only that base chain, `drop`/`reject` anywhere is final, a base chain's policy applies
     when its rules fall through or `return`;
@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import shlex
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 UNKNOWN = "unknown"
 VERDICTS = ("accept", "drop", "reject", "jump", "goto", "return", "queue", "continue")
@@ -53,48 +53,50 @@ def _value(left: Any, pkt: Packet) -> Any:
     if not isinstance(left, dict):
         return UNKNOWN
     if "payload" in left:
-        proto, field = left["payload"].get("protocol"), left["payload"].get("field")
-        if proto in ("ip", "ip6"):
-            if (proto == "ip") != (pkt.ipver == 4):
-                return None
-            if field == "saddr":
-                return pkt.src if pkt.src else UNKNOWN
-            if field == "daddr":
-                return pkt.dst if pkt.dst else UNKNOWN
-            if field in ("protocol", "nexthdr"):
-                return pkt.l4
-            return UNKNOWN
-        if proto in ("tcp", "udp"):
-            if proto != pkt.l4:
-                return None
-            if field == "dport":
-                return pkt.dport
-            if field == "sport":
-                return pkt.sport if pkt.sport is not None else UNKNOWN
-            return UNKNOWN
-        if proto == "th":
-            if pkt.l4 not in ("tcp", "udp"):
-                return None
-            return pkt.dport if field == "dport" else UNKNOWN
-        if proto in ("icmp", "icmpv6", "sctp", "dccp", "ah", "esp", "comp", "udplite", "arp", "vlan", "ether"):
-            return None if proto not in ("ether", "vlan") else UNKNOWN
-        return UNKNOWN
+        return _payload_value(left["payload"].get("protocol"), left["payload"].get("field"), pkt)
     if "meta" in left:
-        k = left["meta"].get("key")
-        if k == "l4proto":
-            return pkt.l4
-        if k == "nfproto":
-            return "ipv4" if pkt.ipver == 4 else "ipv6"
-        if k == "protocol":
-            return "ip" if pkt.ipver == 4 else "ip6"
-        if k in ("iif", "iifname"):
-            return pkt.iif if pkt.iif else UNKNOWN
-        return UNKNOWN
-    if "ct" in left:
-        if left["ct"].get("key") == "state" and "dir" not in left["ct"]:
-            return "new"
-        return UNKNOWN
+        read = _META.get(left["meta"].get("key"))
+        return read(pkt) if read else UNKNOWN
+    if "ct" in left and left["ct"].get("key") == "state" and "dir" not in left["ct"]:
+        return "new"
     return UNKNOWN
+
+
+_META = {
+    "l4proto": lambda pkt: pkt.l4,
+    "nfproto": lambda pkt: "ipv4" if pkt.ipver == 4 else "ipv6",
+    "protocol": lambda pkt: "ip" if pkt.ipver == 4 else "ip6",
+    "iif": lambda pkt: pkt.iif if pkt.iif else UNKNOWN,
+    "iifname": lambda pkt: pkt.iif if pkt.iif else UNKNOWN,
+}
+# headers a TCP or UDP packet does not have: a match on them is false (link-layer ones are not modelled)
+_OTHER_L4 = ("icmp", "icmpv6", "sctp", "dccp", "ah", "esp", "comp", "udplite", "arp")
+
+
+def _payload_value(proto: Any, field: Any, pkt: Packet) -> Any:
+    if proto in ("ip", "ip6"):
+        return _ip_value(proto, field, pkt)
+    if proto in ("tcp", "udp"):
+        if proto != pkt.l4:
+            return None
+        if field == "dport":
+            return pkt.dport
+        return pkt.sport if field == "sport" and pkt.sport is not None else UNKNOWN
+    if proto == "th":
+        if pkt.l4 not in ("tcp", "udp"):
+            return None
+        return pkt.dport if field == "dport" else UNKNOWN
+    return None if proto in _OTHER_L4 else UNKNOWN
+
+
+def _ip_value(proto: str, field: Any, pkt: Packet) -> Any:
+    if (proto == "ip") != (pkt.ipver == 4):
+        return None
+    if field == "saddr":
+        return pkt.src if pkt.src else UNKNOWN
+    if field == "daddr":
+        return pkt.dst if pkt.dst else UNKNOWN
+    return pkt.l4 if field in ("protocol", "nexthdr") else UNKNOWN
 
 
 def _eq(v: Any, r: Any) -> Any:
@@ -114,37 +116,51 @@ def _eq(v: Any, r: Any) -> Any:
 
 def _in(v: Any, right: Any, tbl: Tuple[str, str], sets: Dict) -> Any:
     if isinstance(right, str) and right.startswith("@"):
-        s = sets.get((tbl[0], tbl[1], right[1:]))
-        if s is None:
-            return UNKNOWN
-        if "elem" not in s:
-            return False if not s.get("flags") or "dynamic" not in s.get("flags", []) else UNKNOWN
-        return _in(v, {"set": s.get("elem", [])}, tbl, sets)
-    if isinstance(right, dict) and "set" in right:
-        res = [_in(v, e, tbl, sets) for e in right["set"]]
-        return True if True in res else (UNKNOWN if UNKNOWN in res else False)
+        return _in_named_set(v, right[1:], tbl, sets)
     if isinstance(right, list):                              # ct state ["established", "related"]
-        res = [_in(v, e, tbl, sets) for e in right]
-        return True if True in res else (UNKNOWN if UNKNOWN in res else False)
-    if isinstance(right, dict) and "elem" in right:
+        return _any([_in(v, e, tbl, sets) for e in right])
+    if not isinstance(right, dict):
+        return _eq(v, right)
+    if "set" in right:
+        return _any([_in(v, e, tbl, sets) for e in right["set"]])
+    if "elem" in right:
         return _in(v, right["elem"].get("val"), tbl, sets)
-    if isinstance(right, dict) and "prefix" in right:
-        try:
-            net = ipaddress.ip_network(f"{right['prefix']['addr']}/{right['prefix']['len']}", strict=False)
-            return ipaddress.ip_address(v) in net
-        except (ValueError, TypeError, KeyError):
-            return UNKNOWN
-    if isinstance(right, dict) and "range" in right:
-        lo, hi = right["range"]
-        try:
-            if isinstance(v, int):
-                return int(lo) <= v <= int(hi)
-            return ipaddress.ip_address(lo) <= ipaddress.ip_address(v) <= ipaddress.ip_address(hi)
-        except (ValueError, TypeError):
-            return UNKNOWN
-    if isinstance(right, dict):
-        return UNKNOWN                                       # concatenations, expressions
-    return _eq(v, right)
+    if "prefix" in right:
+        return _in_prefix(v, right["prefix"])
+    if "range" in right:
+        return _in_range(v, right["range"])
+    return UNKNOWN                                           # concatenations, expressions
+
+
+def _any(results: List[Any]) -> Any:
+    return True if True in results else (UNKNOWN if UNKNOWN in results else False)
+
+
+def _in_named_set(v: Any, name: str, tbl: Tuple[str, str], sets: Dict) -> Any:
+    s = sets.get((tbl[0], tbl[1], name))
+    if s is None:
+        return UNKNOWN
+    if "elem" not in s:
+        return UNKNOWN if "dynamic" in (s.get("flags") or []) else False   # filled at run time: not known
+    return _in(v, {"set": s.get("elem", [])}, tbl, sets)
+
+
+def _in_prefix(v: Any, prefix: Any) -> Any:
+    try:
+        return ipaddress.ip_address(v) in ipaddress.ip_network(f"{prefix['addr']}/{prefix['len']}", strict=False)
+    except (ValueError, TypeError, KeyError):
+        return UNKNOWN
+
+
+def _in_range(v: Any, bounds: Any) -> Any:
+    lo, hi = bounds
+    try:
+        if isinstance(v, int):
+            return int(lo) <= v <= int(hi)
+        address: Any = ipaddress.ip_address(v)               # IPv4 against IPv6: TypeError, unknown
+        return ipaddress.ip_address(lo) <= address <= ipaddress.ip_address(hi)
+    except (ValueError, TypeError):
+        return UNKNOWN
 
 
 def _match(m: Dict[str, Any], pkt: Packet, tbl: Tuple[str, str], sets: Dict) -> Any:
@@ -187,7 +203,7 @@ class Ruleset:
                 self.rules.setdefault((r["family"], r["table"], r["chain"]), []).append(r)
                 self.rule_count += 1
             elif "set" in o or "map" in o:
-                s = o.get("set") or o.get("map")
+                s: Any = o.get("set") or o.get("map")
                 self.sets[(s["family"], s["table"], s["name"])] = s
 
     def where(self, key: Tuple[str, str, str], rule: Optional[Dict[str, Any]] = None) -> str:
@@ -210,56 +226,57 @@ class Ruleset:
         return "continue", self.where(key)
 
     def _rule(self, r: Dict[str, Any], key, where: str, pkt: Packet, nat: bool, depth: int):
-        state: Any = True
+        """The rule's outcome, or None when it does not match or ends without a verdict."""
+        state: Any = True                        # True while every match so far held; UNKNOWN once one may not
         tbl = (key[0], key[1])
         for e in r.get("expr", []):
             if not isinstance(e, dict) or len(e) != 1:
                 state = UNKNOWN
                 continue
             (kind, arg), = e.items()
-            if kind == "match":
-                res = _match(arg, pkt, tbl, self.sets)
-                if res is False:
-                    return None
-                if res is UNKNOWN:
-                    state = UNKNOWN
-            elif kind == "xt":
-                if (arg or {}).get("type") == "target":
-                    return UNKNOWN, f"xt target {arg.get('name')} at {where}"
-                state = UNKNOWN
-            elif kind == "vmap":
-                v = _value(arg.get("key"), pkt)
-                if v is None:
-                    return None
-                hit = None
-                for k, verdict in (arg.get("data") or {}).get("set", []):
-                    res = _in(v, k, tbl, self.sets) if v is not UNKNOWN else UNKNOWN
-                    if res is UNKNOWN:
-                        return UNKNOWN, f"cannot evaluate the verdict map at {where}"
-                    if res:
-                        hit = verdict
-                        break
-                if hit is None:
-                    return None
-                if state is UNKNOWN:
-                    return UNKNOWN, f"cannot evaluate the rule before the verdict map at {where}"
-                (verb, varg), = hit.items()
-                return self._apply(verb, varg, key, where, pkt, nat, depth, certain=True)
-            elif kind in VERDICTS:
+            if kind in VERDICTS:
                 return self._apply(kind, arg, key, where, pkt, nat, depth, certain=state is True)
-            elif kind in NAT:
-                if nat:
-                    return "rewrite", f"{kind} at {where}" + ("" if state is True else " (may match)")
-                state = UNKNOWN
-            elif kind in NOOPS:
-                continue
-            else:
-                state = UNKNOWN                                  # limit, quota, ct count, fib, ...
+            if kind == "vmap":
+                return self._vmap(arg, state, key, where, pkt, nat, depth)
+            step = self._step(kind, arg, state, where, pkt, tbl, nat)
+            if step is None or isinstance(step, tuple):
+                return step
+            state = step
         return None
+
+    def _step(self, kind: str, arg: Any, state: Any, where: str, pkt: Packet, tbl: Tuple[str, str], nat: bool):
+        """An expression before the verdict: the new state, None when the rule cannot match, or an outcome."""
+        if kind == "match":
+            res = _match(arg, pkt, tbl, self.sets)
+            return None if res is False else (UNKNOWN if res is UNKNOWN else state)
+        if kind == "xt" and (arg or {}).get("type") == "target":
+            return UNKNOWN, f"xt target {arg.get('name')} at {where}"
+        if kind in NAT and nat:
+            return "rewrite", f"{kind} at {where}" + ("" if state is True else " (may match)")
+        return state if kind in NOOPS else UNKNOWN                  # xt matches, limit, quota, ct count, fib, ...
+
+    def _vmap(self, arg: Any, state: Any, key, where: str, pkt: Packet, nat: bool, depth: int):
+        v = _value(arg.get("key"), pkt)
+        if v is None:
+            return None
+        hit = None
+        for k, verdict in (arg.get("data") or {}).get("set", []):
+            res = _in(v, k, (key[0], key[1]), self.sets) if v is not UNKNOWN else UNKNOWN
+            if res is UNKNOWN:
+                return UNKNOWN, f"cannot evaluate the verdict map at {where}"
+            if res:
+                hit = verdict
+                break
+        if hit is None:
+            return None
+        if state is UNKNOWN:
+            return UNKNOWN, f"cannot evaluate the rule before the verdict map at {where}"
+        (verb, varg), = hit.items()
+        return self._apply(verb, varg, key, where, pkt, nat, depth, certain=True)
 
     def _apply(self, verb: str, arg: Any, key, where: str, pkt: Packet, nat: bool, depth: int, certain: bool):
         if verb in ("jump", "goto"):
-            target = (key[0], key[1], (arg or {}).get("target"))
+            target: Any = (key[0], key[1], (arg or {}).get("target"))
             v, why = self.run_chain(target, pkt, nat, depth + 1)
             if v in ("continue", "return"):
                 if verb == "jump":
@@ -319,33 +336,35 @@ def evaluate(rulesets: List[Ruleset], pkt: Packet) -> Dict[str, Any]:
     unknown: Optional[Tuple[str, str]] = None
     rewritten: Optional[str] = None
     for rs, c in chains:
-        key = (c["family"], c["table"], c["name"])
-        nat = c.get("type") == "nat"
-        v, at = rs.run_chain(key, pkt, nat)
-        if v in ("continue", "return"):
-            policy = c.get("policy", "accept")
-            v, at = policy, f"policy {policy} of {rs.where(key)}"
-        if v == "reject":
-            v = "drop"
-        if c.get("_maybe") and v in ("drop", "rewrite"):
-            v, at = UNKNOWN, f"{at} (only for packets arriving on {c['_maybe']}; the ingress interface is unknown)"
-        trail.append({"chain": rs.where(key), "verdict": v, "at": at})
-        if v == "rewrite":
-            rewritten = rewritten or at
-            unknown = unknown or (at, f"NAT may rewrite the packet ({at})")
-        elif v == "drop":
+        v, at = _base_chain(rs, c, pkt)
+        trail.append({"chain": rs.where((c["family"], c["table"], c["name"])), "verdict": v, "at": at})
+        if v == "drop":
             if rewritten:
                 return _result(UNKNOWN, at, f"{at} would drop it, but NAT may have rewritten the packet first "
                                             f"({rewritten})", trail)
             return _result("drop", at, _drop_text(at), trail)
-        elif v == UNKNOWN:
-            unknown = unknown or (at, at)
-            if "queue" in at:
-                rewritten = rewritten or at
+        if v == "rewrite" or (v == UNKNOWN and "queue" in at):
+            rewritten = rewritten or at
+        if v in ("rewrite", UNKNOWN):
+            unknown = unknown or (at, f"NAT may rewrite the packet ({at})" if v == "rewrite" else at)
     if unknown:
         return _result(UNKNOWN, unknown[0], unknown[1], trail)
     last = trail[-1]["at"] if trail else "no base chain on the input path"
     return _result("accept", last, "accepted" + (f" ({last})" if trail else ": no filtering chain applies"), trail)
+
+
+def _base_chain(rs: Ruleset, c: Dict[str, Any], pkt: Packet) -> Tuple[str, str]:
+    """One base chain's verdict: its rules', else its policy; reject is drop."""
+    key = (c["family"], c["table"], c["name"])
+    v, at = rs.run_chain(key, pkt, c.get("type") == "nat")
+    if v in ("continue", "return"):
+        policy = c.get("policy", "accept")
+        v, at = policy, f"policy {policy} of {rs.where(key)}"
+    if v == "reject":
+        v = "drop"
+    if c.get("_maybe") and v in ("drop", "rewrite"):
+        v, at = UNKNOWN, f"{at} (only for packets arriving on {c['_maybe']}; the ingress interface is unknown)"
+    return v, at
 
 
 def _drop_text(at: str) -> str:
@@ -407,98 +426,132 @@ def parse_iptables_save(text: str, family: str = "ip") -> List[Dict[str, Any]]:
 
 
 def _legacy_expr(argv: List[str], family: str, chains: Any = ()) -> List[Dict[str, Any]]:
-    expr: List[Dict[str, Any]] = []
-    proto = None
-    neg = False
-    i = 0
-    ipf = "ip" if family == "ip" else "ip6"
+    return _LegacyRule(family, chains).parse(argv)
 
-    def match(left, right, negate):
-        return {"match": {"op": "!=" if negate else "==", "left": left, "right": right}}
 
-    def ports(spec: str) -> Any:
-        items = []
-        for part in spec.split(","):
-            if ":" in part:
-                lo, hi = part.split(":", 1)
-                items.append({"range": [int(lo or 0), int(hi or 65535)]})
-            else:
-                items.append(int(part))
-        return items[0] if len(items) == 1 else {"set": items}
+def _match_expr(left: Dict[str, Any], right: Any, negate: bool) -> Dict[str, Any]:
+    return {"match": {"op": "!=" if negate else "==", "left": left, "right": right}}
 
-    verdict = None
-    while i < len(argv):
-        a = argv[i]
-        val = argv[i + 1] if i + 1 < len(argv) else ""
-        if a == "!":
-            neg = True
-            i += 1
-            continue
-        try:
-            if a in ("-p", "--protocol"):
-                proto = _l4(val.lower())
-                expr.append(match({"meta": {"key": "l4proto"}}, proto, neg))
-                i += 2
-            elif a in ("-s", "--source", "-d", "--destination"):
-                field = "saddr" if a in ("-s", "--source") else "daddr"
-                nets = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}}
-                        for n in (ipaddress.ip_network(x, strict=False) for x in val.split(","))]
-                expr.append(match({"payload": {"protocol": ipf, "field": field}},
-                                  nets[0] if len(nets) == 1 else {"set": nets}, neg))
-                i += 2
-            elif a in ("-i", "--in-interface"):
-                expr.append(match({"meta": {"key": "iifname"}}, val.replace("+", "*"), neg))
-                i += 2
-            elif a in ("--dport", "--destination-port", "--sport", "--source-port", "--dports", "--sports",
-                       "--destination-ports", "--source-ports"):
-                field = "dport" if "d" in a.lstrip("-")[:1] else "sport"
-                if proto not in ("tcp", "udp"):
-                    expr.append({"xt": {"type": "match", "name": a}})
-                else:
-                    expr.append(match({"payload": {"protocol": proto, "field": field}}, ports(val), neg))
-                i += 2
-            elif a == "-m":
-                if val in ("tcp", "udp", "multiport", "comment", "state", "conntrack"):
-                    i += 2
-                    if val == "comment":
-                        i += 2 if i < len(argv) and argv[i] == "--comment" else 0
-                else:
-                    expr.append({"xt": {"type": "match", "name": val}})
-                    i += 2
-            elif a in ("--state", "--ctstate"):
-                states = [s.lower() for s in val.split(",")]
-                expr.append(match({"ct": {"key": "state"}}, states, neg))
-                i += 2
-            elif a in ("-j", "--jump", "-g", "--goto"):
-                target = val
-                if target in TERMINAL:
-                    verdict = {TERMINAL[target]: None}
-                elif target == "LOG":
-                    verdict = None
-                    expr.append({"log": {}})
-                elif target in chains:
-                    verdict = {"jump" if a in ("-j", "--jump") else "goto": {"target": target}}
-                else:
-                    verdict = {"xt_target": target}
-                i += 2
-                # target options (--reject-with ...) follow; they do not change the verdict
-                while i < len(argv) and argv[i].startswith("--"):
-                    i += 2
-            else:
-                expr.append({"xt": {"type": "match", "name": a}})
-                i += 1
-                while i < len(argv) and not argv[i].startswith("-") and argv[i] != "!":
-                    i += 1
-        except (ValueError, IndexError):
-            expr.append({"xt": {"type": "match", "name": a}})
-            i += 2
-        neg = False
-    if verdict is not None:
-        if "xt_target" in verdict:
-            if verdict["xt_target"] in ("DNAT", "REDIRECT"):
-                expr.append({"dnat": {}})
-            else:
-                expr.append({"xt": {"type": "target", "name": verdict["xt_target"]}})
+
+def _xt_match(name: str) -> Dict[str, Any]:
+    return {"xt": {"type": "match", "name": name}}
+
+
+def _ports(spec: str) -> Any:
+    items: List[Any] = []
+    for part in spec.split(","):
+        if ":" in part:
+            lo, hi = part.split(":", 1)
+            items.append({"range": [int(lo or 0), int(hi or 65535)]})
         else:
-            expr.append(verdict)
-    return expr
+            items.append(int(part))
+    return items[0] if len(items) == 1 else {"set": items}
+
+
+class _LegacyRule:
+    """The options of one `-A CHAIN ...` line -> nft-JSON expressions, the verdict last. An option not
+    modelled becomes an opaque xt match (the rule's outcome is then unknown)."""
+
+    def __init__(self, family: str, chains: Any):
+        self.ipf = "ip" if family == "ip" else "ip6"
+        self.chains = chains
+        self.expr: List[Dict[str, Any]] = []
+        self.proto: Optional[str] = None
+        self.verdict: Optional[Dict[str, Any]] = None
+
+    def parse(self, argv: List[str]) -> List[Dict[str, Any]]:
+        i, neg = 0, False
+        while i < len(argv):
+            a = argv[i]
+            if a == "!":
+                neg, i = True, i + 1
+                continue
+            val = argv[i + 1] if i + 1 < len(argv) else ""
+            handler = self.OPTIONS.get(a, _LegacyRule._unknown)
+            try:
+                i = handler(self, a, val, neg, argv, i)
+            except (ValueError, IndexError):
+                self.expr.append(_xt_match(a))
+                i += 2
+            neg = False
+        return self.expr + self._verdict()
+
+    def _verdict(self) -> List[Dict[str, Any]]:
+        if self.verdict is None:
+            return []
+        target = self.verdict.get("xt_target")
+        if target is None:
+            return [self.verdict]
+        return [{"dnat": {}}] if target in ("DNAT", "REDIRECT") else [{"xt": {"type": "target", "name": target}}]
+
+    # each option: read it (and its value) at argv[i], return where the next option starts
+    def _protocol(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        self.proto = _l4(val.lower())
+        self.expr.append(_match_expr({"meta": {"key": "l4proto"}}, self.proto, neg))
+        return i + 2
+
+    def _address(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        field = "saddr" if a in ("-s", "--source") else "daddr"
+        nets = [{"prefix": {"addr": str(n.network_address), "len": n.prefixlen}}
+                for n in (ipaddress.ip_network(x, strict=False) for x in val.split(","))]
+        self.expr.append(_match_expr({"payload": {"protocol": self.ipf, "field": field}},
+                                     nets[0] if len(nets) == 1 else {"set": nets}, neg))
+        return i + 2
+
+    def _interface(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        self.expr.append(_match_expr({"meta": {"key": "iifname"}}, val.replace("+", "*"), neg))
+        return i + 2
+
+    def _port(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        field = "dport" if "d" in a.lstrip("-")[:1] else "sport"
+        if self.proto not in ("tcp", "udp"):
+            self.expr.append(_xt_match(a))
+        else:
+            self.expr.append(_match_expr({"payload": {"protocol": self.proto, "field": field}}, _ports(val), neg))
+        return i + 2
+
+    def _module(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        if val not in ("tcp", "udp", "multiport", "comment", "state", "conntrack"):
+            self.expr.append(_xt_match(val))
+            return i + 2
+        i += 2
+        if val == "comment" and i < len(argv) and argv[i] == "--comment":
+            i += 2
+        return i
+
+    def _state(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        self.expr.append(_match_expr({"ct": {"key": "state"}}, [s.lower() for s in val.split(",")], neg))
+        return i + 2
+
+    def _target(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        if val in TERMINAL:
+            self.verdict = {TERMINAL[val]: None}
+        elif val == "LOG":
+            self.verdict = None
+            self.expr.append({"log": {}})
+        elif val in self.chains:
+            self.verdict = {"jump" if a in ("-j", "--jump") else "goto": {"target": val}}
+        else:
+            self.verdict = {"xt_target": val}
+        i += 2
+        while i < len(argv) and argv[i].startswith("--"):     # target options (--reject-with ...)
+            i += 2
+        return i
+
+    def _unknown(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
+        self.expr.append(_xt_match(a))
+        i += 1
+        while i < len(argv) and not argv[i].startswith("-") and argv[i] != "!":
+            i += 1
+        return i
+
+    OPTIONS: Dict[str, Callable[..., int]] = {
+        **dict.fromkeys(("-p", "--protocol"), _protocol),
+        **dict.fromkeys(("-s", "--source", "-d", "--destination"), _address),
+        **dict.fromkeys(("-i", "--in-interface"), _interface),
+        **dict.fromkeys(("--dport", "--destination-port", "--sport", "--source-port", "--dports", "--sports",
+                         "--destination-ports", "--source-ports"), _port),
+        "-m": _module,
+        **dict.fromkeys(("--state", "--ctstate"), _state),
+        **dict.fromkeys(("-j", "--jump", "-g", "--goto"), _target),
+    }

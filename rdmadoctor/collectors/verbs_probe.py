@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import sys
+from typing import Any, Dict  # noqa: F401 - named in type comments (this file runs on the system's Python)
 
 DEVICE_ATTRS = ("fw_version", "node_guid", "sys_image_guid", "max_mr_size", "page_size_cap", "vendor_id",
                 "vendor_part_id", "hw_ver", "max_qp", "max_qp_wr", "device_cap_flags", "max_sge",
@@ -64,50 +65,60 @@ def probe():
         out.update(error_kind="device-list", error=str(exc), errno=getattr(exc, "error_code", None))
         return out
     for dev in devices:
-        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-        ent = {"name": name, "node_type": int(dev.node_type), "transport_type": int(dev.transport_type),
-               "guid": "%016x" % int(dev.guid), "index": getattr(dev, "index", None), "ports": []}
-        out["devices"].append(ent)
-        try:
-            ctx = d.Context(name=name)
-        except PyverbsError as exc:             # EACCES on /dev/infiniband/uverbsN, ...
-            ent["error"] = dict(_err(exc), op="open")
-            continue
-        try:
-            try:
-                attr = ctx.query_device()
-            except PyverbsError as exc:
-                ent["error"] = dict(_err(exc), op="query_device")
-                continue
-            a = {}
-            for key in DEVICE_ATTRS:
-                value = getattr(attr, key, None)
-                if isinstance(value, bytes):
-                    value = value.decode("utf-8", "replace")
-                a[key] = value if value is None or isinstance(value, str) else int(value)
-            a["node_guid"] = _guid_text(attr.node_guid)
-            a["sys_image_guid"] = _guid_text(attr.sys_image_guid)
-            ent["attr"] = a
-            total = 0
-            for port in range(1, int(attr.phys_port_cnt) + 1):
-                p = {"port": port}
-                try:
-                    pa = ctx.query_port(port)
-                except PyverbsError as exc:
-                    p["error"] = dict(_err(exc), op="query_port")
-                    ent["ports"].append(p)
-                    continue
-                for key in PORT_ATTRS:
-                    value = getattr(pa, key, None)
-                    p[key] = None if value is None else int(value)
-                p["active_speed_ex"] = int(getattr(pa, "active_speed_ex", 0) or 0)
-                p["gids"] = []
-                total += int(pa.gid_tbl_len)
-                ent["ports"].append(p)
-            _gids(ctx, ent, total, PyverbsError)
-        finally:
-            ctx.close()
+        out["devices"].append(_device(d, dev, PyverbsError))
     return out
+
+
+def _device(d, dev, PyverbsError):
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    ent = {"name": name, "node_type": int(dev.node_type), "transport_type": int(dev.transport_type),
+           "guid": "%016x" % int(dev.guid), "index": getattr(dev, "index", None),
+           "ports": []}  # type: Dict[str, Any]
+    try:
+        ctx = d.Context(name=name)
+    except PyverbsError as exc:             # EACCES on /dev/infiniband/uverbsN, ...
+        ent["error"] = dict(_err(exc), op="open")
+        return ent
+    try:
+        try:
+            attr = ctx.query_device()
+        except PyverbsError as exc:
+            ent["error"] = dict(_err(exc), op="query_device")
+            return ent
+        ent["attr"] = _attributes(attr)
+        ent["ports"] = [_port(ctx, port, PyverbsError) for port in range(1, int(attr.phys_port_cnt) + 1)]
+        total = sum(p["gid_tbl_len"] for p in ent["ports"] if "error" not in p)
+        _gids(ctx, ent, total, PyverbsError)
+    finally:
+        ctx.close()
+    return ent
+
+
+def _attributes(attr):
+    a = {}
+    for key in DEVICE_ATTRS:
+        value = getattr(attr, key, None)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        a[key] = value if value is None or isinstance(value, str) else int(value)
+    a["node_guid"] = _guid_text(attr.node_guid)
+    a["sys_image_guid"] = _guid_text(attr.sys_image_guid)
+    return a
+
+
+def _port(ctx, port, PyverbsError):
+    p = {"port": port}
+    try:
+        pa = ctx.query_port(port)
+    except PyverbsError as exc:
+        p["error"] = dict(_err(exc), op="query_port")
+        return p
+    for key in PORT_ATTRS:
+        value = getattr(pa, key, None)
+        p[key] = None if value is None else int(value)
+    p["active_speed_ex"] = int(getattr(pa, "active_speed_ex", 0) or 0)
+    p["gids"] = []
+    return p
 
 
 def _gids(ctx, ent, total, PyverbsError):
@@ -117,34 +128,38 @@ def _gids(ctx, ent, total, PyverbsError):
     except (PyverbsError, AttributeError) as exc:
         ent["gid_table_error"] = _err(exc)
         table = None
-    if table is not None:
-        for g in table:
-            port = ports.get(int(g.port_num))
-            if port is None:
-                continue
-            ifindex = int(g.ndev_ifindex)
-            try:
-                ndev = socket.if_indextoname(ifindex) if ifindex else None
-            except OSError:
-                ndev = None
-            port["gids"].append({"index": int(g.gid_index), "gid": g.gid_str(), "gid_type": int(g.gid_type),
-                                 "ndev_ifindex": ifindex, "netdev": ndev})
+    if table is None:                   # old kernels/libraries: one GID at a time
+        for port in ports.values():
+            _gids_one_by_one(ctx, port, PyverbsError)
         return
-    # old kernels/libraries: one GID at a time (zero GIDs are empty entries)
-    for port in ports.values():
-        for idx in range(port.get("gid_tbl_len") or 0):
-            try:
-                gid = str(ctx.query_gid(port["port"], idx))
-            except PyverbsError:
-                continue
-            if gid.replace(":", "").strip("0") == "":
-                continue
-            entry = {"index": idx, "gid": gid}
-            try:
-                entry["sysfs_gid_type"] = int(ctx.query_gid_type(port["port"], idx))   # 0 IB/RoCE v1, 1 RoCE v2
-            except (PyverbsError, AttributeError):
-                pass
-            port["gids"].append(entry)
+    for g in table:
+        port = ports.get(int(g.port_num))
+        if port is None:
+            continue
+        ifindex = int(g.ndev_ifindex)
+        try:
+            ndev = socket.if_indextoname(ifindex) if ifindex else None
+        except OSError:
+            ndev = None
+        port["gids"].append({"index": int(g.gid_index), "gid": g.gid_str(), "gid_type": int(g.gid_type),
+                             "ndev_ifindex": ifindex, "netdev": ndev})
+
+
+def _gids_one_by_one(ctx, port, PyverbsError):
+    """Zero GIDs are empty entries."""
+    for idx in range(port.get("gid_tbl_len") or 0):
+        try:
+            gid = str(ctx.query_gid(port["port"], idx))
+        except PyverbsError:
+            continue
+        if gid.replace(":", "").strip("0") == "":
+            continue
+        entry = {"index": idx, "gid": gid}
+        try:
+            entry["sysfs_gid_type"] = int(ctx.query_gid_type(port["port"], idx))   # 0 IB/RoCE v1, 1 RoCE v2
+        except (PyverbsError, AttributeError):
+            pass
+        port["gids"].append(entry)
 
 
 if __name__ == "__main__":

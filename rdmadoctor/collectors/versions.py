@@ -82,24 +82,36 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
             ctx.unreadable(f"{key} version", "not asked: reading a saved tree, not this host")
         ctx.source = "saved tree"
         return data
-    all_names = tuple(n for names in PACKAGES.values() for n in names)
-    pkgs: Dict[str, Optional[str]] = {}
-    manager = None
-    for fn, label in ((_dpkg, "dpkg-query"), (_rpm, "rpm")):
-        if ctx.which("dpkg-query" if label == "dpkg-query" else "rpm") is None:
-            continue
-        try:
-            pkgs = fn(ctx, all_names)
-            manager = label
-            break
-        except Unavailable as exc:
-            ctx.unreadable(f"package database ({label})", str(exc))
+    pkgs, manager = _packages(ctx)
     for key, names in PACKAGES.items():
         pkg = next((n for n in names if pkgs.get(n)), None)
         data[key] = pkgs[pkg] if pkg else None
         data["sources"][key] = (f"{manager} ({pkg})" if pkg else
                                 f"{manager}: {', '.join(names)} not installed" if manager else None)
-    # tools' own versions (a source build, a container without a package database, or to cross-check)
+    _tools(ctx, data)
+    if data["pyverbs"] is None:
+        _pyverbs_metadata(data)
+    if manager is None:
+        ctx.unreadable("package versions", "neither dpkg-query nor rpm is installed")
+    ctx.source = manager or "tools"
+    return data
+
+
+def _packages(ctx: CollectContext) -> Tuple[Dict[str, Optional[str]], Optional[str]]:
+    """Installed versions of every package named in PACKAGES, from the first package database there is."""
+    all_names = tuple(n for names in PACKAGES.values() for n in names)
+    for fn, label in ((_dpkg, "dpkg-query"), (_rpm, "rpm")):
+        if ctx.which(label) is None:
+            continue
+        try:
+            return fn(ctx, all_names), label
+        except Unavailable as exc:
+            ctx.unreadable(f"package database ({label})", str(exc))
+    return {}, None
+
+
+def _tools(ctx: CollectContext, data: Dict[str, Any]) -> None:
+    """The tools' own versions (a source build, a container without a package database, or to cross-check)."""
     tools = {
         "ib_write_bw": tool_version(ctx, ["ib_write_bw", "--version"], r"Version:\s*([0-9][^\s]*)"),
         "rdma": tool_version(ctx, ["rdma", "-V"], r"iproute2-([^\s,]+)"),
@@ -109,14 +121,12 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     if data["perftest"] is None and tools["ib_write_bw"]:
         data["perftest"], data["sources"]["perftest"] = tools["ib_write_bw"], "ib_write_bw --version"
     data["perftest_protocol_version"] = tools["ib_write_bw"]
-    if data["pyverbs"] is None:
-        try:
-            from importlib import metadata
-            data["pyverbs"] = metadata.version("pyverbs")
-            data["sources"]["pyverbs"] = "python package metadata"
-        except Exception:        # noqa: BLE001 - PackageNotFoundError, or no importlib.metadata
-            pass
-    if manager is None:
-        ctx.unreadable("package versions", "neither dpkg-query nor rpm is installed")
-    ctx.source = manager or "tools"
-    return data
+
+
+def _pyverbs_metadata(data: Dict[str, Any]) -> None:
+    try:
+        from importlib import metadata
+        data["pyverbs"] = metadata.version("pyverbs")
+        data["sources"]["pyverbs"] = "python package metadata"
+    except Exception:        # noqa: BLE001 - PackageNotFoundError, or no importlib.metadata
+        pass

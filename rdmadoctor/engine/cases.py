@@ -92,7 +92,7 @@ def log_streams(spec: str, rule: Rule, snippets: Dict[str, str], fixtures: Path)
         if len(parts) == 1:
             return [("case.log", io.BytesIO(text.encode()))]
         return [(parts[i], io.BytesIO(parts[i + 1].encode())) for i in range(1, len(parts), 2)]
-    out = []
+    out: List[Tuple[str, BinaryIO]] = []
     for item in spec.split(" + "):
         path = _path(item.strip(), rule, fixtures)
         files = sorted(path.glob("*.log")) if path.is_dir() else [path]

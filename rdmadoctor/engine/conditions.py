@@ -1,7 +1,7 @@
 """The small interpreter of a rule's `when`: declarative conditions, never `eval`.
 
     { all = [..] } { any = [..] } { not = {..} }
-    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any",
+    { message = "X06" | [ids] | "*", kind = "error", of = "run|other|server|client|any|input",
       fields = { name = value | [values] } }
     { differ = "num_qps" }                          both sides show the parameter, with different values
     { param = "size", of = "client", op = ">", versus = "server" | value = 65536 }
@@ -66,6 +66,8 @@ class Scope:
             return [self.server] if self.server else []
         if which == "client":
             return [self.client] if self.client else []
+        if which == "input":                 # every run of the input, of any producer (a kernel line, a listing)
+            return list(self.ctx.get("runs") or self.runs)
         if which == "any":
             if self.server is not None or self.client is not None:
                 return [r for r in (self.server, self.client) if r is not None]
@@ -293,31 +295,42 @@ def _item(cond: Dict[str, Any], scope: Scope) -> bool:
 
 
 def holds(cond: Dict[str, Any], scope: Scope) -> bool:
-    if "all" in cond:
-        trial = scope.fork()
-        if all(holds(c, trial) for c in cond["all"]):
-            scope.absorb(trial)
-            return True
-        return False
-    if "any" in cond:
-        for c in cond["any"]:
-            trial = scope.fork()
-            if holds(c, trial):
-                scope.absorb(trial)
-                return True
-        return False
-    if "not" in cond:
-        return not holds(cond["not"], scope.fork())
     if "side" in cond and len(cond) == 1:
         return scope.run is not None and scope.run.side == cond["side"]
-    if "exists" in cond:
-        return bool(scope.pick(cond["exists"]))
-    for key, leaf in _LEAVES:
+    for key, test in _COMBINATIONS + _LEAVES:
         if key in cond:
-            return leaf(cond, scope)
+            return test(cond, scope)
     raise ValueError(f"condition not understood: {cond}")
 
 
+def _all(cond: Dict[str, Any], scope: Scope) -> bool:
+    """Every part holds on one trial scope; its bindings and evidence are kept only then."""
+    trial = scope.fork()
+    if all(holds(c, trial) for c in cond["all"]):
+        scope.absorb(trial)
+        return True
+    return False
+
+
+def _any(cond: Dict[str, Any], scope: Scope) -> bool:
+    """The first part that holds lends its bindings and evidence."""
+    for c in cond["any"]:
+        trial = scope.fork()
+        if holds(c, trial):
+            scope.absorb(trial)
+            return True
+    return False
+
+
+def _not(cond: Dict[str, Any], scope: Scope) -> bool:
+    return not holds(cond["not"], scope.fork())
+
+
+def _exists(cond: Dict[str, Any], scope: Scope) -> bool:
+    return bool(scope.pick(cond["exists"]))
+
+
+_COMBINATIONS = (("all", _all), ("any", _any), ("not", _not), ("exists", _exists))
 # the leaf conditions, by the key that names them
 _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
            ("feature", _feature), ("setting", _setting), ("fact", _fact), ("item", _item))

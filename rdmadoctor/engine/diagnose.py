@@ -13,12 +13,6 @@ from rdmadoctor.engine.rules import LOG_SCOPES, Table
 from rdmadoctor.model import Diagnosis, ParsedLog, Run, Verdict
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
-# perftest-errors.md §6.2: what must match between the sides, and what may differ (shown, not flagged)
-MUST_MATCH = ("tool", "verb", "test_kind", "num_qps", "connection", "all_sizes", "size", "iters", "duration",
-              "bidirectional", "rdma_cm_qps", "exchange_method", "report_units", "port", "atomic_type", "gid_mode",
-              "ip_version")
-FREE_TO_DIFFER = ("link_type", "mtu", "device", "gid_index", "generation")
-COMPARED = MUST_MATCH + FREE_TO_DIFFER
 
 
 def parse_rate(text: str) -> float:
@@ -37,12 +31,12 @@ def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
     """Server vs client, parameter by parameter, for the report's side-by-side table."""
     rows = []
     for server, client in evaluate.pairs(runs):
-        for name in COMPARED:
+        for name in params.COMPARED:
             a, b = params.read(server, name), params.read(client, name)
             if a is None and b is None:
                 continue
             differs = bool(params.differences(server, client, [name]))
-            must_match = name in MUST_MATCH
+            must_match = params.must_match(name)
             rows.append({"pair": f"{server.source}#{server.index} / {client.source}#{client.index}",
                          "parameter": name, "label": params.label(name),
                          "server": None if a is None else str(a.value), "server_source": a.source if a else None,
@@ -67,11 +61,15 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
             lang: Optional[str] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
-    a kernel log) is a facts view the rules can read, as they read check's."""
+    a kernel log) is a facts view the rules can read, as they read check's; the facts rules written for a paste's
+    partial facts (`paste = true`) judge it."""
     from rdmadoctor.views import factview
     table = table if table is not None else rule_table.load()
     ctx = context(parsed, link_rate_gbps, factview.build(parsed.facts) if parsed.facts else None, lang)
-    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, table.of_scope(*LOG_SCOPES)), table)
+    rules = table.of_scope(*LOG_SCOPES)
+    if parsed.facts:
+        rules += tuple(r for r in table.of_scope("facts") if r.paste)
+    findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
     notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
              "kept were not examined one by one (a run that failed is always kept)" for s in parsed.sources
              if s.runs_dropped]
@@ -88,7 +86,9 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     view = factview.build(facts, peer)
     runs = parsed.runs if parsed else []
     ctx = context(parsed, facts_view=view, lang=lang)
-    findings = evaluate.rank(evaluate.find(runs, ctx, table.of_scope(*LOG_SCOPES, "facts")), table)
+    # the facts rules written for a paste's partial facts (`paste = true`) are explain's; check has the host's own
+    rules = tuple(r for r in table.of_scope(*LOG_SCOPES, "facts") if not r.paste)
+    findings = evaluate.rank(evaluate.find(runs, ctx, rules), table)
     ladders = ladder.build(findings, view, peer, lang)
     findings = evaluate.rank(findings, table)
     verdict = pick_verdict(findings, runs, ctx, ladders)
@@ -151,7 +151,8 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     view["peer_facts"] = factview.build(peer_facts) if peer_facts else None
     # --link-rate, else the slower of the two hosts' port rates when both are known
     host_rates = [factview.link_rate_gbps(v) for v in (view, view["peer_facts"]) if v]
-    rate = result.link_rate_gbps or (min(host_rates) if host_rates and all(host_rates) else None)
+    known = [r for r in host_rates if r]
+    rate = result.link_rate_gbps or (min(known) if host_rates and len(known) == len(host_rates) else None)
     findings = []
     memlock_short: List[Dict[str, Any]] = []
     for combo in result.results:

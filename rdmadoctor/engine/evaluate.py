@@ -7,6 +7,8 @@ symptoms are left, the verdict says so (`unknown`) and names the candidates and 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -28,34 +30,46 @@ def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
 
 
 def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """Where a rule is tried: each run (with its partner), each server/client pair, the whole input once,
+    or the facts view (once, or once an item of its `each` list)."""
+    if rule.scope in ("facts", "bench"):
+        return _fact_scopes(rule, runs, ctx)
     if rule.producer is not None:
         runs = [r for r in runs if r.producer == rule.producer]
         if not runs:
-            return
+            return []
     matched = pairs(runs)
-    partner = {}
+    if rule.scope == "run":
+        return _run_scopes(runs, matched, ctx)
+    if rule.scope == "pair":
+        return (Scope(list(runs), ctx, server=s, client=c) for s, c in matched)
+    if rule.scope == "input":
+        s, c = matched[0] if matched else (None, None)
+        return [Scope(list(runs), ctx, server=s, client=c)]
+    return []
+
+
+def _run_scopes(runs: Sequence[Run], matched: List[Tuple[Run, Run]], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    partner: Dict[int, Tuple[Optional[Run], Optional[Run]]] = {}
     for s, c in matched:
         partner[id(s)] = (s, c)
         partner[id(c)] = (s, c)
-    if rule.scope == "run":
-        for run in runs:
-            s, c = partner.get(id(run), (run if run.side == "server" else None, run if run.side == "client" else None))
-            yield Scope(list(runs), ctx, run=run, server=s, client=c)
-    elif rule.scope == "pair":
-        for s, c in matched:
-            yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope == "input":
-        s, c = matched[0] if matched else (None, None)
-        yield Scope(list(runs), ctx, server=s, client=c)
-    elif rule.scope in ("facts", "bench"):
-        view = ctx.get("facts_view")
-        if view is None or (rule.scope == "bench") != ("bench" in view):
-            return
-        if rule.each:
-            for item in conditions._lookup(ctx["facts_view"], rule.each) or []:
-                yield Scope(list(runs), ctx, item=item)
-        else:
-            yield Scope(list(runs), ctx)
+    for run in runs:
+        server, client = partner.get(id(run), (run if run.side == "server" else None,
+                                               run if run.side == "client" else None))
+        yield Scope(list(runs), ctx, run=run, server=server, client=client)
+
+
+def _fact_scopes(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+    """A bench rule is tried on a bench view only, a fact rule on a host's view only."""
+    view = ctx.get("facts_view")
+    if view is None or (rule.scope == "bench") != ("bench" in view):
+        return
+    if rule.each:
+        for item in conditions._lookup(view, rule.each) or []:
+            yield Scope(list(runs), ctx, item=item)
+    else:
+        yield Scope(list(runs), ctx)
 
 
 def fix_command(spec: Dict[str, Any], bindings: Dict[str, Any], ctx: Dict[str, Any]) -> Optional[str]:
@@ -170,24 +184,30 @@ def reflow(text: str) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
+def _digest(item: Any) -> str:
+    """A stable name for an item with no label: the same item gives the same key on every run."""
+    text = json.dumps(item, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
 def _default_key(scope: Scope) -> str:
     parts = []
     for run in (scope.run, scope.server, scope.client):
         if run is not None:
             parts.append(f"{run.source}#{run.index}")
     if scope.item is not None:
-        parts.append(str(scope.item.get("label") or scope.item.get("name") or id(scope.item)))
+        parts.append(str(scope.item.get("label") or scope.item.get("name") or _digest(scope.item)))
     return "|".join(parts) or "input"
 
 
-def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
-    table = table if table is not None else rule_table.load()
-    found: Dict[Tuple[str, str], Finding] = {}
+def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
+    rules = list(table if table is not None else rule_table.load())
+    found: Dict[Tuple[str, Optional[str]], Finding] = {}
     ctx.pop("cited", None)
     for stage in (False, True):                 # fallback rules see what the others left unexplained
         if stage:
             ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
-        for rule in table:
+        for rule in rules:
             if rule.fallback != stage:
                 continue
             for scope in scopes_for(rule, runs, ctx):
@@ -204,12 +224,12 @@ def _rank(f: Finding, order: Dict[str, int], priority: Dict[str, int]) -> Tuple:
             -priority.get(f.rule, 0), rung, order.get(f.rule, 0))
 
 
-def rank(findings: List[Finding], table: Optional[Sequence[Rule]] = None) -> List[Finding]:
+def rank(findings: List[Finding], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
     """Mark what each cause explains, then order: unexplained before explained, worst first."""
-    table = table if table is not None else rule_table.load()
-    by_id = {r.id: r for r in table}
-    order = {r.id: i for i, r in enumerate(table)}
-    priority = {r.id: r.priority for r in table}
+    rules = list(table if table is not None else rule_table.load())
+    by_id = {r.id: r for r in rules}
+    order = {r.id: i for i, r in enumerate(rules)}
+    priority = {r.id: r.priority for r in rules}
     ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
     # A cause explains the symptoms it produces; a symptom may also explain (supersede) a finding whose
     # conclusion it shows to be premature (e.g. "rejected" with many QPs is not just "no server").

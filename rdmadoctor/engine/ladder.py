@@ -85,7 +85,7 @@ PASSED: Dict[str, Callable[[Dict[str, Any]], str]] = {
     "device": _devices,
     "driver": lambda view: "ib_uverbs loaded; /dev/infiniband usable",
     "port": lambda view: ", ".join(f"{p['label']} {p['state']}" for p in view.get("ports", [])),
-    "address": lambda view: ", ".join(f"{p['label']}: {', '.join(str(g) for g in p['ipv4_gids'] if g) or 'IB'}"
+    "address": lambda view: ", ".join(f"{p['label']}: {', '.join(str(g) for g in p.get('ipv4_gids') or [] if g) or 'IB'}"
                                       for p in view.get("ports", [])),
     "route": _route,
     "connection": lambda view: "perftest's port is free",

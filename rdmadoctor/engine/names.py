@@ -23,7 +23,7 @@ from rdmadoctor.views.probeview import RUNG_NAMES
 CONDITION_KEYS = {"all", "any", "not", "message", "fields", "of", "differ", "param", "op", "value", "versus",
                   "option", "feature", "exists", "side", "fact", "item", "kind", "setting"}
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "known", "unknown")
-WHICH = ("run", "other", "server", "client", "any")
+WHICH = ("run", "other", "server", "client", "any", "input")
 MESSAGE_NAMES = {"id", "kind", "text", "line", "source", "fields"}
 PARAM_NAMES = {"name", "label", "option", "server", "client"}
 RUN_ATTRIBUTES = {f.name for f in dataclass_fields(Run)} | set(RUN_NAMES)
@@ -53,6 +53,18 @@ class _Checker:
 
     # -- the rule's own fields ---------------------------------------------------------------------------
     def rule(self, rule: Rule) -> None:
+        self.references(rule)
+        bench = rule.scope == "bench"
+        item = self.each(rule, bench)
+        self.condition(rule, rule.when, item, bench, "when")
+        ids = self.message_ids(rule.when)
+        for name, text in self.texts(rule):
+            self.template(rule, text, name, item, bench, ids)
+        if rule.fix_command:
+            self.fix_command(rule, item, bench, ids)
+
+    def references(self, rule: Rule) -> None:
+        """Causes, candidates, the rules it explains and its rung on the --peer ladder."""
         if rule.cause not in self.causes:
             self.error(rule, f"cause {rule.cause!r} is not in the cause vocabulary (knowledge/causes.toml)")
         for slug in rule.candidates:
@@ -65,30 +77,33 @@ class _Checker:
             self.error(rule, f"producer {rule.producer!r} is not one of {sorted(self.producers)}")
         if rule.producer is not None and rule.scope not in LOG_SCOPES:
             self.error(rule, "producer applies to the log scopes (run, pair, input)")
+        if rule.paste and rule.scope != "facts":
+            self.error(rule, "paste applies to facts rules (scope facts): they then judge a paste's facts")
         if rule.probe_rung is not None and rule.probe_rung not in RUNG_NAMES.values():
             self.error(rule, f"probe_rung {rule.probe_rung!r} is not a rung of the --peer ladder "
                              f"({', '.join(RUNG_NAMES.values())})")
-        bench = rule.scope == "bench"
-        item = None
-        if rule.each is not None:
-            if rule.scope in LOG_SCOPES:
-                self.error(rule, "'each' iterates the facts view: scopes facts and bench only")
-            item, why = vocabulary.item_shape(rule.each, bench)
-            if item is None:
-                self.error(rule, f"each = {rule.each!r}: {why}")
-        self.condition(rule, rule.when, item, bench, "when")
-        ids = self.message_ids(rule.when)
-        for name, text in self.texts(rule):
-            self.template(rule, text, name, item, bench, ids)
-        if rule.fix_command:
-            for value in (rule.fix_command.get("set") or {}).values():
-                self.template(rule, str(value), "fix_command", item, bench, ids)
-            for option in rule.fix_command.get("remove") or []:
-                if option not in LONG:
-                    self.error(rule, f"fix_command removes {option!r}, not a perftest option")
-            for option in rule.fix_command.get("set") or {}:
-                if option not in LONG:
-                    self.error(rule, f"fix_command sets {option!r}, not a perftest option")
+
+    def each(self, rule: Rule, bench: bool) -> Optional[Dict[str, Any]]:
+        """The shape of the items `each` iterates, or None."""
+        if rule.each is None:
+            return None
+        if rule.scope in LOG_SCOPES:
+            self.error(rule, "'each' iterates the facts view: scopes facts and bench only")
+        item, why = vocabulary.item_shape(rule.each, bench)
+        if item is None:
+            self.error(rule, f"each = {rule.each!r}: {why}")
+        return item
+
+    def fix_command(self, rule: Rule, item: Optional[Dict[str, Any]], bench: bool, ids: Set[str]) -> None:
+        spec = rule.fix_command or {}
+        for value in (spec.get("set") or {}).values():
+            self.template(rule, str(value), "fix_command", item, bench, ids)
+        for option in spec.get("remove") or []:
+            if option not in LONG:
+                self.error(rule, f"fix_command removes {option!r}, not a perftest option")
+        for option in spec.get("set") or {}:
+            if option not in LONG:
+                self.error(rule, f"fix_command sets {option!r}, not a perftest option")
 
     @staticmethod
     def texts(rule: Rule) -> Iterable[tuple]:
@@ -127,15 +142,7 @@ class _Checker:
         unknown = set(cond) - CONDITION_KEYS
         if unknown:
             self.error(rule, f"{where}: unknown condition key(s) {sorted(unknown)}")
-        for key in ("all", "any"):
-            if key in cond:
-                if not isinstance(cond[key], list) or not cond[key]:
-                    self.error(rule, f"{where}: '{key}' needs a non-empty list")
-                    continue
-                for i, sub in enumerate(cond[key]):
-                    self.condition(rule, sub, item, bench, f"{where}.{key}[{i}]")
-        if "not" in cond:
-            self.condition(rule, cond["not"], item, bench, f"{where}.not")
+        self.parts(rule, cond, item, bench, where)
         if "op" in cond and cond["op"] not in OPS:
             self.error(rule, f"{where}: op {cond['op']!r} is not one of {OPS}")
         for key in ("of", "versus", "exists"):
@@ -145,29 +152,30 @@ class _Checker:
             self.error(rule, f"{where}: side must be server or client")
         self.leaf(rule, cond, item, bench, where)
 
+    def parts(self, rule: Rule, cond: Dict[str, Any], item: Optional[Dict[str, Any]], bench: bool,
+              where: str) -> None:
+        """The conditions inside all, any and not."""
+        for key in ("all", "any"):
+            if key not in cond:
+                continue
+            if not isinstance(cond[key], list) or not cond[key]:
+                self.error(rule, f"{where}: '{key}' needs a non-empty list")
+                continue
+            for i, sub in enumerate(cond[key]):
+                self.condition(rule, sub, item, bench, f"{where}.{key}[{i}]")
+        if "not" in cond:
+            self.condition(rule, cond["not"], item, bench, f"{where}.not")
+
     def leaf(self, rule: Rule, cond: Dict[str, Any], item: Optional[Dict[str, Any]], bench: bool,
              where: str) -> None:
         if "message" in cond:
-            ids = cond["message"] if isinstance(cond["message"], list) else [cond["message"]]
-            for mid in ids:
-                if mid != "*" and mid not in self.message_fields:
-                    self.error(rule, f"{where}: message {mid!r} is not in any catalogue (knowledge/messages)")
-            known = set().union(*(self.message_fields.get(m, set()) for m in ids if m != "*")) if "*" not in ids \
-                else None
-            for name in cond.get("fields") or {}:
-                if known is not None and name not in known:
-                    self.error(rule, f"{where}: message field {name!r} is not bound by {ids} "
-                                     f"(fields: {', '.join(sorted(known))})")
-        for key in ("differ", "param"):
-            if key in cond and cond[key] not in params.PARAMETERS:
-                self.error(rule, f"{where}: parameter {cond[key]!r} is not in views/params.py")
-        if "option" in cond and cond["option"] not in LONG:
-            self.error(rule, f"{where}: option {cond['option']!r} is not a perftest option")
+            self.message(rule, cond, where)
+        for key, known, noun, what in _NAMED:
+            if key in cond and cond[key] not in known:
+                self.error(rule, f"{where}: {noun} {cond[key]!r} is not {what}")
         if "setting" in cond and not str(cond["setting"]).startswith(SETTING_PREFIXES):
             self.error(rule, f"{where}: setting {cond['setting']!r} is not a setting rdmadoctor reads "
                              f"(names starting {', '.join(SETTING_PREFIXES)})")
-        if "feature" in cond and cond["feature"] not in features.FEATURES:
-            self.error(rule, f"{where}: feature {cond['feature']!r} is not in views/features.py")
         if "fact" in cond:
             shape, why = vocabulary.resolve(cond["fact"], bench)
             if shape is None:
@@ -178,6 +186,20 @@ class _Checker:
             elif not self.in_shape(item, cond["item"]):
                 self.error(rule, f"{where}: item field {cond['item']!r} is not a name of {rule.each}'s items "
                                  f"({', '.join(sorted(item))})")
+
+    def message(self, rule: Rule, cond: Dict[str, Any], where: str) -> None:
+        """The message ids exist, and the fields asked for are bound by every one of them."""
+        ids = cond["message"] if isinstance(cond["message"], list) else [cond["message"]]
+        for mid in ids:
+            if mid != "*" and mid not in self.message_fields:
+                self.error(rule, f"{where}: message {mid!r} is not in any catalogue (knowledge/messages)")
+        if "*" in ids:
+            return
+        known = set().union(*(self.message_fields.get(m, set()) for m in ids))
+        for name in cond.get("fields") or {}:
+            if name not in known:
+                self.error(rule, f"{where}: message field {name!r} is not bound by {ids} "
+                                 f"(fields: {', '.join(sorted(known))})")
 
     @staticmethod
     def in_shape(shape: Dict[str, Any], path: str) -> bool:
@@ -194,6 +216,9 @@ class _Checker:
     # -- templates ----------------------------------------------------------------------------------------
     def template(self, rule: Rule, text: str, where: str, item: Optional[Dict[str, Any]], bench: bool,
                  message_ids: Set[str]) -> None:
+        left = FIELD.sub("", text)
+        if "{" in left or "}" in left:
+            self.error(rule, f"{where}: a brace outside a {{name}} field (fields do not nest): {text.strip()[:80]!r}")
         for m in FIELD.finditer(text):
             path, filters = m.group(1), [f for f in m.group(2).split("|") if f]
             for f in filters:
@@ -210,31 +235,18 @@ class _Checker:
 
     def template_path(self, rule: Rule, head: str, rest: List[str], item: Optional[Dict[str, Any]], bench: bool,
                       message_ids: Set[str]) -> Optional[str]:
+        """What is wrong with {head.rest...}, or None."""
         if not rest:
             return None if head in ("fix_command", "fact", "message", "param", "item", "setting") else \
                 f"'{head}' needs a name after it"
-        first = rest[0]
         if head in ("run", "other", "server", "client"):
-            if first in params.PARAMETERS or first in RUN_ATTRIBUTES:
-                return None
-            if first in features.FEATURES:
-                inner = features.FIELDS_OF.get(first)
-                if len(rest) > 1 and inner is not None and rest[1] not in inner:
-                    return f"'{rest[1]}' is not a name of feature {first} ({', '.join(inner)})"
-                return None
-            return f"'{first}' is neither a parameter, a feature nor an attribute of a run"
+            return self.run_path(rest)
         if head == "message":
-            known = set(MESSAGE_NAMES)
-            for mid in message_ids:
-                known |= self.message_fields.get(mid, set())
-            if "*" in message_ids or not message_ids:
-                return None
-            return None if first in known else \
-                f"'{first}' is not a field of message(s) {sorted(message_ids)} ({', '.join(sorted(known))})"
+            return self.message_path(rest[0], message_ids)
         if head == "param":
-            return None if first in PARAM_NAMES else f"'{first}' is not one of {sorted(PARAM_NAMES)}"
+            return None if rest[0] in PARAM_NAMES else f"'{rest[0]}' is not one of {sorted(PARAM_NAMES)}"
         if head == "setting":
-            return None if first in ("name", "value") else f"'{first}' is not one of ['name', 'value']"
+            return None if rest[0] in ("name", "value") else f"'{rest[0]}' is not one of ['name', 'value']"
         if head == "facts":
             shape, why = vocabulary.resolve(".".join(rest), bench)
             return None if shape is not None else why
@@ -244,8 +256,36 @@ class _Checker:
             return None if self.in_shape(item, ".".join(rest)) else \
                 f"'{'.'.join(rest)}' is not a name of {rule.each}'s items ({', '.join(sorted(item))})"
         if head == "ctx":
-            return None if first in CTX_NAMES else f"'{first}' is not one of {sorted(CTX_NAMES)}"
+            return None if rest[0] in CTX_NAMES else f"'{rest[0]}' is not one of {sorted(CTX_NAMES)}"
         return None
+
+    @staticmethod
+    def run_path(rest: List[str]) -> Optional[str]:
+        first = rest[0]
+        if first in params.PARAMETERS or first in RUN_ATTRIBUTES:
+            return None
+        if first in features.FEATURES:
+            inner = features.FIELDS_OF.get(first)
+            if len(rest) > 1 and inner is not None and rest[1] not in inner:
+                return f"'{rest[1]}' is not a name of feature {first} ({', '.join(inner)})"
+            return None
+        return f"'{first}' is neither a parameter, a feature nor an attribute of a run"
+
+    def message_path(self, first: str, message_ids: Set[str]) -> Optional[str]:
+        if "*" in message_ids or not message_ids:
+            return None
+        known = set(MESSAGE_NAMES)
+        for mid in message_ids:
+            known |= self.message_fields.get(mid, set())
+        return None if first in known else \
+            f"'{first}' is not a field of message(s) {sorted(message_ids)} ({', '.join(sorted(known))})"
+
+
+# leaf keys whose value must be a known name: (key, the names, what the value is, where the names live)
+_NAMED = (("differ", params.PARAMETERS, "parameter", "in views/params.py"),
+          ("param", params.PARAMETERS, "parameter", "in views/params.py"),
+          ("option", LONG, "option", "a perftest option"),
+          ("feature", features.FEATURES, "feature", "in views/features.py"))
 
 
 def check(rules: List[Rule]) -> List[str]:

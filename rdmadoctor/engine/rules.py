@@ -2,8 +2,9 @@
 executed.
 
 One rule is one unit, read in one place: what it matches (`when`), what it means (`why`), the fix, the
-references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope, the
-findings it explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
+references, where it sits on a ladder (`rung`, and `probe_rung` for the --peer ladder), its scope (a facts rule
+with `paste = true` judges the facts a pasted log shows, in explain, instead of check's), the findings it
+explains, its text in the other languages (`[rule.zh]`) and its test cases (`[[rule.case]]`).
 Every name a rule uses is checked when the table loads (engine/names.py): an unknown message, feature,
 parameter, option, fact, cause slug, rung or template name is refused with the rule id and its file.
 """
@@ -34,6 +35,7 @@ TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
                              "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
+                             "paste",
                              *LANGUAGES}
 SNIPPETS_FILE = "_snippets.toml"
 
@@ -67,6 +69,7 @@ class Rule:
     doc: str = ""
     priority: int = 0                 # breaks ties between equally ranked causes: higher first
     fallback: bool = False            # tried last, on the messages no other finding cites
+    paste: bool = False               # a facts rule for the facts a pasted log shows (explain), not check's
     case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
     zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
     file: str = field(default="", compare=False)
@@ -103,6 +106,22 @@ class Table:
         return {r.id: r for r in self.rules}
 
 
+def readable(template: str) -> str:
+    """A rule's text without its template syntax, for listings: "{server.num_qps}" -> "<number of QPs>"."""
+    from rdmadoctor.engine.template import FIELD
+    from rdmadoctor.views import params
+
+    def one(m) -> str:
+        head, *rest = m.group(1).split(".")
+        name = rest[-1] if rest else head
+        if name in params.PARAMETERS:
+            return f"<{params.label(name)}>"
+        if name in ("label", "name") and head == "item":
+            return "<item>"
+        return f"<{name.replace('_', ' ')}>"
+    return FIELD.sub(one, template)
+
+
 def rules_dir() -> Path:
     """The installed copy inside the package, else the repository's rules/ (a source checkout)."""
     packaged = Path(__file__).resolve().parent.parent / "_rules"
@@ -112,6 +131,15 @@ def rules_dir() -> Path:
 
 
 def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
+    errors = _key_errors(entry) + _kind_errors(entry) + _translation_errors(entry)
+    for i, case in enumerate(entry.get("case", [])):
+        if not isinstance(case, dict) or not (case.get("fires") or case.get("quiet")):
+            errors.append(f"case {i + 1}: needs 'fires' or 'quiet'")
+    return [f"{where}: {e}" for e in errors]
+
+
+def _key_errors(entry: Dict[str, Any]) -> List[str]:
+    """Keys missing or unknown, and values outside their vocabularies."""
     errors = []
     missing = [k for k in _REQUIRED if k not in entry]
     if missing:
@@ -120,13 +148,17 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
     if unknown:
         errors.append(f"unknown key(s) {sorted(unknown)}")
     checks = (("severity", SEVERITIES, None), ("scope", SCOPES, None), ("kind", KINDS, "cause"),
-              ("confidence", CONFIDENCES, "medium"))
+              ("confidence", CONFIDENCES, "medium"), ("rung", RUNGS, None))
     for key, allowed, default in checks:
         value = entry.get(key, default)
         if value is not None and value not in allowed:
             errors.append(f"{key} must be one of {allowed}, not {value!r}")
-    if entry.get("rung") is not None and entry["rung"] not in RUNGS:
-        errors.append(f"rung must be one of {RUNGS}, not {entry['rung']!r}")
+    return errors
+
+
+def _kind_errors(entry: Dict[str, Any]) -> List[str]:
+    """A symptom lists candidates and next steps and names no cause; a cause gives a fix."""
+    errors = []
     kind = entry.get("kind", "cause")
     if kind == "symptom" and not (entry.get("candidates") and entry.get("next_steps")):
         errors.append("a symptom rule must list its candidate causes and what to collect next")
@@ -134,6 +166,12 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
         errors.append("a symptom names no cause (cause = \"unknown\"): it lists candidates")
     if kind == "cause" and not entry.get("fix"):
         errors.append("a cause rule must give a fix")
+    return errors
+
+
+def _translation_errors(entry: Dict[str, Any]) -> List[str]:
+    """A translation holds only the translated fields, with as many fixes and next steps as the rule."""
+    errors = []
     for lang in LANGUAGES:
         translated = entry.get(lang)
         if translated is None:
@@ -143,16 +181,14 @@ def _shape_errors(entry: Dict[str, Any], where: str) -> List[str]:
             continue
         for name in ("fix", "next_steps"):
             if name in translated and len(translated[name]) != len(entry.get(name, [])):
-                errors.append(f"[{lang}].{name} has {len(translated[name])} items, the rule {len(entry.get(name, []))}")
-    for i, case in enumerate(entry.get("case", [])):
-        if not isinstance(case, dict) or not (case.get("fires") or case.get("quiet")):
-            errors.append(f"case {i + 1}: needs 'fires' or 'quiet'")
-    return [f"{where}: {e}" for e in errors]
+                errors.append(f"[{lang}].{name} has {len(translated[name])} items, "
+                              f"the rule {len(entry.get(name, []))}")
+    return errors
 
 
 def _rule_from(entry: Dict[str, Any], file: str, directory: str) -> Rule:
     tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs", "case")
-    values = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
+    values: Dict[str, Any] = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
     return Rule(file=file, directory=directory, **values)
 
 
@@ -215,7 +251,13 @@ def build(directories: Sequence[Path], check_names: bool = True) -> Table:
 
 @lru_cache(maxsize=8)
 def _load(directories: Tuple[str, ...]) -> Table:
-    return build([rules_dir(), *map(Path, directories)])
+    """Built once per change of the rule files (or of the code and catalogues that check them): runtime/cache.py."""
+    from rdmadoctor.runtime import cache
+    dirs = [rules_dir(), *map(Path, directories)]
+    package = Path(__file__).resolve().parent.parent
+    files = [p for d in dirs for p in Path(d).glob("*.toml")] + list(package.rglob("*.py")) + \
+        list((package / "knowledge" / "messages").iterdir())
+    return cache.cached("rules", files, lambda: build(dirs))
 
 
 def load(extra: Iterable[str] = ()) -> Table:

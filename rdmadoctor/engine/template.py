@@ -1,9 +1,10 @@
 """Fills a rule's text with the user's own values: "{server.num_qps}", "{message.host}", "{run.bw_gbps|gbps}".
 
 Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
-ctx); on a run, a name is first a parameter (rdmadoctor.params), then a feature
-(engine.features), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
-(each word shell-quoted: an nft chain "inet filter input"), default:<text>.
+ctx); on a run, a name is first a parameter (views/params.py), then a feature
+(views/features.py), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
+(each word shell-quoted: an nft chain "inet filter input"), errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection
+timed out), default:<text>.
 
 Commands: render(..., shell=True) is for the text inside a fix's backticks (a command the user will paste):
 every value is shell-quoted (shlex.quote: "mlx5_1;id" becomes 'mlx5_1;id'), so the command runs exactly the
@@ -12,7 +13,9 @@ words it shows whatever a log or a facts file held. A default text is the rule's
 """
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
 import shlex
 from typing import Any, Dict
@@ -24,7 +27,7 @@ from rdmadoctor.model import Run
 
 FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
-FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option", "words")
+FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option", "words", "errno", "strerror")
 RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
@@ -102,7 +105,19 @@ def _apply(value: Any, name: str, arg: str) -> Any:
         return NEGOTIATED_FIELDS.get(str(value), str(value))
     if name == "words":
         return shell_words(str(value).split())
+    if name in ("errno", "strerror"):   # -110 or 110 -> ETIMEDOUT / "Connection timed out" (Linux numbering)
+        return _errno_text(value, name)
     raise ValueError(f"unknown template filter {name}")
+
+
+def _errno_text(value: Any, name: str) -> str:
+    try:
+        number = abs(int(str(value).strip(), 0))
+    except ValueError:
+        return str(value)
+    if name == "errno":
+        return errno.errorcode.get(number, f"errno {number}")
+    return os.strerror(number)
 
 
 def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any], shell: bool = False) -> str:

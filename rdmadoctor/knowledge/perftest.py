@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-# getopt short string of every generation read: "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
+# getopt short string of every generation read:
+# "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
 SHORT: Dict[str, Tuple[str, bool]] = {
     "w": ("limit_bw", True), "y": ("limit_msgrate", True), "p": ("port", True), "d": ("ib-dev", True),
     "i": ("ib-port", True), "m": ("mtu", True), "s": ("size", True), "n": ("iters", True),
@@ -110,7 +111,8 @@ NEGOTIATED_FIELDS = {
 
 
 # -- what bench may run -------------------------------------------------------------------------------------
-# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need root and MACs: not offered).
+# The binaries `rdmadoctor bench` (and the peer agent for it) may run (raw_ethernet and multicast tests need
+# root and MACs: not offered).
 BENCH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat", "ib_read_lat",
          "ib_send_lat", "ib_atomic_lat")
 
@@ -201,28 +203,35 @@ def validate(tool: str, options: Dict[str, object]) -> RunSpec:
     """Check a tool and its options against the allowlist; raise PlanError naming what is refused."""
     if not isinstance(tool, str) or tool not in BENCH_TOOLS:
         raise PlanError(f"tool {tool!r} is not allowed (allowed: {', '.join(BENCH_TOOLS)})")
-    clean: Dict[str, object] = {}
-    for name, value in options.items():
-        if name not in ALLOWED:
-            raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
-        pattern = ALLOWED[name][0]
-        if pattern is None:
-            if value is not True and value not in ("true", "1", 1):
-                raise PlanError(f"option {name!r} is a flag and takes no value")
-            clean[name] = True
-            continue
-        if pattern == "number":
-            clean[name] = _number(name, value)
-            continue
-        text = value if isinstance(value, str) else ""
-        if not re.fullmatch(pattern, text, re.ASCII):
-            raise PlanError(f"option {name!r}: {value!r} is not a valid value")
-        clean[name] = text
-    if tool.endswith("_lat") and int(clean.get("qp", 1)) > 1:
+    clean = {name: _allowed_value(name, value) for name, value in options.items()}
+    _check_combination(tool, clean)
+    return RunSpec(tool, tuple(sorted(clean.items())))
+
+
+def _allowed_value(name: str, value: object) -> object:
+    """The option's value as it will be passed (True for a flag), or PlanError: a number is ASCII digits within
+    BOUNDS, any other value matches its pattern (ASCII only)."""
+    if name not in ALLOWED:
+        raise PlanError(f"option {name!r} is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
+    pattern = ALLOWED[name][0]
+    if pattern is None:
+        if value is not True and value not in ("true", "1", 1):
+            raise PlanError(f"option {name!r} is a flag and takes no value")
+        return True
+    if pattern == "number":
+        return _number(name, value)
+    text = value if isinstance(value, str) else ""
+    if not re.fullmatch(pattern, text, re.ASCII):
+        raise PlanError(f"option {name!r}: {value!r} is not a valid value")
+    return text
+
+
+def _check_combination(tool: str, clean: Dict[str, object]) -> None:
+    """What perftest itself refuses: several QPs on a latency test, -D with -n."""
+    if tool.endswith("_lat") and int(str(clean.get("qp", 1))) > 1:
         raise PlanError("latency tests run one QP (perftest: 'Multiple QPs only available on bw tests')")
     if "duration" in clean and "iters" in clean:
         raise PlanError("--duration and --iters exclude each other")
-    return RunSpec(tool, tuple(sorted(clean.items())))
 
 
 def expected_seconds(spec: RunSpec) -> float:

@@ -74,7 +74,7 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "findings": {"en": "Findings", "zh": "发现"},
     "ladder": {"en": "Ladder", "zh": "检查阶梯"},
     "note": {"en": "Note", "zh": "说明"},
-    "explained-by": {"en": "explained by {rule}", "zh": "由 {rule} 解释"},
+    "explained-above": {"en": "Explained by the findings above", "zh": "已由上面的发现解释"},
     "references": {"en": "References", "zh": "参考"},
     "runs": {"en": "run(s)", "zh": "次运行"},
     "cause": {"en": "Cause", "zh": "根因"},

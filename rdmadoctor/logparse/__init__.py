@@ -8,17 +8,25 @@ open; the settings a paste shows apply to the runs of its input.
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterable, List, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from rdmadoctor.logparse import catalog, producers
-from rdmadoctor.logparse.lines import LineClassifier
+from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
+from rdmadoctor.logparse import library as shared_words
+from rdmadoctor.logparse.lines import ANCHOR_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier
 from rdmadoctor.logparse.producers import ProducerRuns
-from rdmadoctor.logparse.reader import SourceReader
-from rdmadoctor.logparse.runs import RunBuilder
+from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
+from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
 from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
+
+WINDOW = 1 << 13        # a long line is classified this much at a time (some catalogue patterns are quadratic)
+OVERLAP = 1 << 12       # and a message is looked for this far past the window (so that a cut never splits one)
+ROWS_WINDOW = 1 << 20   # the numbers of a flattened result table are read this much at a time
+# where the numbers of a flattened result table stop
+_ROWS_PREFIX = re.compile(r"[0-9.\s]*")
 
 _NAME_SIDE = (("server", re.compile(r"(?<![a-z])(server|srv)(?![a-z])", re.I)),
               ("client", re.compile(r"(?<![a-z])(client|cli)(?![a-z])", re.I)))
@@ -28,21 +36,20 @@ class InputError(Exception):
     """An input that cannot be read at all (missing file, a directory, permission denied)."""
 
 
-def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
+def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: int = 0) -> ParsedLog:
+    """Each input in turn (an input is read to its end before the next is opened). `size_hint`: the inputs'
+    total size when known, which decides whether compiling the prefilter pays (logparse/prefilter.py)."""
     classifier = LineClassifier()
     runs: List[Run] = []
     sources = []
+    budget = KeepBudget()
+    pre = prefilter.load(size_hint)
     for name, stream in inputs:
-        reader = SourceReader(name, stream)
-        source = _Source(name, classifier)
+        reader = SourceReader(name, stream, budget)
+        source = _Source(name, classifier, pre)
         flattened_before = classifier.flattened
-        for first, lines in reader.blocks():
-            number = first
-            for line in lines:
-                if line:
-                    source.line(number, line)
-                number += 1
-        source_runs = _fold_version_queries(source.builder.finish())
+        source.read(reader)
+        source_runs = [r for r in _fold_version_queries(source.builder.finish()) if not _lone_header_field(r)]
         source_runs += source.others.finish(source.settings, source_runs)
         source_runs.sort(key=lambda r: r.first_line)
         reader.text.flattened = classifier.flattened - flattened_before
@@ -52,7 +59,8 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]]) -> ParsedLog:
         sources.append(reader.text)
     runs = _attach_commands(runs)
     _complete_sides(runs)
-    return ParsedLog(runs=runs, sources=sources)
+    # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
+    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]))
 
 
 # Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the
@@ -63,18 +71,162 @@ _LIBRARIES = ("verbs", "kernel")
 class _Source:
     """One input being read: perftest's run builder, the other producers' runs, and the settings seen."""
 
-    def __init__(self, name: str, classifier: LineClassifier):
+    def __init__(self, name: str, classifier: LineClassifier, pre: Optional[prefilter.Prefilter] = None):
+        self.classifier = classifier
         self.classify = classifier.classify
         self.builder = RunBuilder(name)
         self.others = ProducerRuns(name)
         self.settings: Dict[str, HeaderField] = {}
         self.active = "perftest"          # whose run a library's message joins
         self.name = name
+        self.pre = pre
+        self.long_number: Optional[int] = None    # the line read in windows (longer than reader.MAX_LINE)
+        self.long_text = ""
+        self.carry: List[str] = []                # a result row cut by a window's end
+        self.text = ""                            # the line being read
+
+    # -- the scan ----------------------------------------------------------------------------------------------
+    def read(self, reader: SourceReader) -> None:
+        for event in reader.events():
+            if type(event) is Lines:
+                if self.pre is not None:
+                    self._scan(event.first, event.data)
+                else:
+                    self._each_line(event.first, event.data)
+            else:
+                self._piece(event)
+        self._end_long()
+
+    def _each_line(self, number: int, data: bytes) -> None:
+        """Every line through the classifier (no prefilter)."""
+        self._end_long()
+        for line in data.decode("utf-8", "replace").split("\n")[:-1]:
+            if line:
+                self.line(number, line)
+            number += 1
+
+    def _scan(self, number: int, data: bytes) -> None:
+        """The lines the prefilter names through the classifier; between them, only result rows can be."""
+        self._end_long()
+        pos = 0
+        for end in self.pre.line_ends(data):
+            found = data.rfind(b"\n", pos, end - 1)
+            start = found + 1 if found >= 0 else pos
+            if start > pos:
+                self._gap(number, data[pos:start])
+                number += data.count(b"\n", pos, start)
+            line = data[start:end - 1].decode("utf-8", "replace")
+            if line:
+                self.line(number, line)
+            number += 1
+            pos = end
+        if pos < len(data):
+            self._gap(number, data[pos:])
+
+    def _gap(self, number: int, chunk: bytes) -> None:
+        """Lines no pattern matches: result rows when a table is open (or when another producer is talking, for
+        a row makes perftest the one talking), otherwise nothing."""
+        builder = self.builder
+        if builder.current is not None and builder.result_kind is not None:
+            if builder.bulk_rows(number, chunk):
+                self.active = "perftest"
+                return
+        elif self.active == "perftest":
+            return
+        for line in chunk.decode("utf-8", "replace").split("\n")[:-1]:
+            stripped = line.strip()
+            if stripped[:1].isdigit() and NUMBERS_RE.match(stripped):
+                self.line(number, line)
+            number += 1
+
+    # -- a line longer than reader.MAX_LINE: windows -----------------------------------------------------------
+    def _piece(self, piece: Piece) -> None:
+        if self.long_number != piece.number:
+            self._end_long()
+            self.long_number, self.long_text = piece.number, ""
+        self.long_text += piece.text
+        while len(self.long_text) > ROWS_WINDOW:
+            self._window(False)
+        if piece.last:
+            self._end_long()
+
+    def _end_long(self) -> None:
+        while self.long_text:
+            self._window(True)
+        self._flush_carry()
+        self.long_number = None
+
+    def _window(self, final: bool) -> None:
+        """Reads the start of the long line: result rows in bulk, anything else as a line of its own, cut where
+        the classifier would cut it anyway (where something perftest prints, or a message, begins or ends) and
+        never inside a message, so that nothing is lost at a cut."""
+        text, number = self.long_text, self.long_number
+        head = text[:ROWS_WINDOW]
+        rows = _ROWS_PREFIX.match(head).end()
+        if rows < len(head) or not (final and len(text) == len(head)):
+            rows = max(head.rfind(" ", 0, rows), head.rfind("\t", 0, rows)) + 1     # not inside a number
+        if rows:
+            self._rows(number, head[:rows].split())
+            self.long_text = text[rows:]
+            return
+        self._flush_carry()
+        head = text[:WINDOW + OVERLAP]
+        limit = len(head) if final and len(text) <= WINDOW + OVERLAP else WINDOW
+        table_ends = [m.end() for m in RESULT_HEADER_RE.finditer(head)]
+        if table_ends and table_ends[0] <= limit:
+            head = head[:table_ends[0]]      # what follows a table's titles is its rows: read them in bulk
+            limit = len(head)
+        matches = self.classifier.catalog.find(head)
+        spans = [(m.start, m.end) for m in matches]
+        cuts = {m.start() for m in ANCHOR_RE.finditer(head)}
+        cuts.update(m.start for m in matches)
+        cuts.update(m.end for m in matches)
+        cuts.update(table_ends)
+        fits = [c for c in cuts if 0 < c <= limit and not any(s < c < e for s, e in spans)]
+        first_table = [c for c in table_ends if c in fits]
+        if first_table:
+            cut = min(first_table)         # the rows after a table's titles are read in bulk
+        elif fits and not (limit == len(head) and limit == len(text)):
+            cut = max(fits)
+        elif limit == len(head) and (limit == len(text) or table_ends):
+            cut = limit
+        else:
+            cut = max(head.rfind(" ", 0, limit), head.rfind("\t", 0, limit)) + 1 or limit
+        self.long_text = text[cut:]
+        if head[:cut].strip():
+            self.line(number, head[:cut])
+
+    def _rows(self, number: int, tokens: List[str]) -> None:
+        """Numbers of a flattened result table, in rows of the table's width."""
+        builder = self.builder
+        if builder.current is None or builder.result_kind is None:
+            if len(tokens) >= 3:
+                self.active = "perftest"
+            return
+        self.active = "perftest"
+        tokens = self.carry + tokens
+        width = _WIDTH[builder.result_kind]
+        whole = len(tokens) // width * width
+        self.carry = tokens[whole:]
+        if whole:
+            builder.token_rows(number, tokens[:whole], width)
+
+    def _flush_carry(self) -> None:
+        if self.carry:
+            carry, self.carry = self.carry, []
+            if len(carry) >= 3:
+                self.builder.feed(self.long_number, (Item("numbers", tuple(carry)),))
 
     def line(self, number: int, line: str) -> None:
         items = self.classify(line)
+        self.text = line
         for setting, value, _ in producers.settings_in(line):
             self.settings[setting] = HeaderField(value, number)
+        if not items:
+            row = rows.result_row(line)
+            if row is not None:                # a fabtests result row: it has no word the catalogue keys on
+                self._route(number, row)
+                return
         structural = [i for i in items if i.kind not in ("text", "message")]
         if structural:
             self.active = "perftest"       # perftest's header, table, command ... : perftest is talking
@@ -94,6 +246,13 @@ class _Source:
         libibverbs, librdmacm and the tools that print perftest's sentences) belongs to perftest while perftest
         is talking, else it joins the open run; a library's or the kernel's message joins the open run."""
         producer = match.pattern.producer
+        if producer == "perftest" and self.active != "perftest" and match.pattern.kind != "notice":
+            # an error or warning perftest shares with rdma-core (or the open program's catalogue), printed inside
+            # another program's run, is that program's or its libraries' message; a device listing's lines keep
+            # perftest's id (V10)
+            shared = shared_words.equivalent(match, self.active, self.text)
+            if shared is not None:
+                match, producer = shared, shared.pattern.producer
         env, value = match.fields.get("env"), match.fields.get("value")
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))
@@ -113,30 +272,47 @@ class _Source:
         return True
 
 
+def _lone_header_field(run: Run) -> bool:
+    """One "Device : x"-like field and nothing else of perftest's output: another program's line that happens to
+    look like a header field (a device plugin's JSON, a listing), not a perftest run."""
+    return (len(run.header) < 2 and not (run.command or run.test_name or run.banner_line or run.messages
+                                         or run.results or run.addresses or run.result_header_line))
+
+
 def _may_name_a_tool(line: str) -> bool:
     return not producers.TOOL_WORDS.isdisjoint(catalog.line_words(line))
 
 
 def parse_paths(paths: Iterable[str]) -> ParsedLog:
-    """Files by path; '-' is standard input. Unreadable paths raise InputError before any parsing."""
-    opened = []
-    try:
+    """Files by path; '-' is standard input. Unreadable paths raise InputError before any parsing; then the files
+    are opened one at a time (thousands of them never hold thousands of descriptors)."""
+    paths = list(paths)
+    total = 0
+    for path in paths:
+        if path == "-":
+            continue
+        p = Path(path)
+        if p.is_dir():
+            raise InputError(f"{path}: is a directory, not a log file")
+        try:
+            with open(p, "rb") as f:
+                total += os.fstat(f.fileno()).st_size
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+    def streams() -> Iterator[Tuple[str, BinaryIO]]:
         for path in paths:
             if path == "-":
-                opened.append(("<stdin>", sys.stdin.buffer))
+                yield "<stdin>", sys.stdin.buffer
                 continue
-            p = Path(path)
-            if p.is_dir():
-                raise InputError(f"{path}: is a directory, not a log file")
             try:
-                opened.append((path, open(p, "rb")))
+                f = open(path, "rb")
             except OSError as exc:
                 raise InputError(f"{path}: {exc.strerror or exc}") from None
-        return parse_streams(opened)
-    finally:
-        for name, stream in opened:
-            if name != "<stdin>":
-                stream.close()
+            with f:
+                yield path, f
+
+    return parse_streams(streams(), size_hint=total)
 
 
 def parse_text(text: str, name: str = "<text>") -> ParsedLog:

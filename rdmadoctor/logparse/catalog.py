@@ -94,6 +94,8 @@ def compile_template(template: str) -> str:
         parts.append(_literal_regex(template[pos:ph.start()]))
         name, kind = ph.group(1), ph.group(2)
         body = _LEADING_TEXT if (kind == "text" and ph.start() == 0) else _TYPES[kind]
+        if kind in (None, "word") and template[ph.end():ph.end() + 1] in ("'", '"', "\u2019"):
+            body = r"[^\s'\u2019\"]+"          # '{driver}': the token stops at its closing quote
         parts.append(f"(?P<{name}>{body})")
         pos = ph.end()
     parts.append(_literal_regex(template[pos:]))
@@ -112,33 +114,28 @@ def compile_c_format(literal: str) -> List[str]:
     body = (body.replace('\\"', '"').replace("\\t", " ").replace("\\x1b", "\x1b")
             .replace('" "', ""))
     body = re.sub(r"\x1b\[[0-9;]*m", "", body)
-    regexes = []
-    for line in body.split("\\n"):
-        if not line.strip():
-            continue
-        parts, pos, n = [], 0, 0
-        for conv in _C_CONVERSION.finditer(line):
-            parts.append(_literal_regex(line[pos:conv.start()]))
-            kind = conv.group(1) or "u"
-            if kind == "%":
-                parts.append("%")
-            elif kind in "diu":
-                parts.append(r"-?\d+")
-            elif kind in "oxX":
-                parts.append(r"(?:0x)?[0-9a-fA-F]+")
-            elif kind in "eEfgG":
-                parts.append(r"-?[\d.]+(?:[eE][-+]?\d+)?|-?nan|-?inf")
-            elif kind == "c":
-                parts.append(r".")
-            else:  # s, p, n
-                parts.append(r".+?" if parts and pos > 0 else r"\S+")
-            pos, n = conv.end(), n + 1
-        parts.append(_literal_regex(line[pos:]))
-        literal_text = _C_CONVERSION.sub("", line).strip()
-        if len(re.sub(r"[^A-Za-z]", "", literal_text)) < 6:
-            continue  # "%s\n", "dlerror: %s": too little fixed text to recognise anything
-        regexes.append("".join(parts))
-    return regexes
+    regexes = [_line_regex(line) for line in body.split("\\n") if line.strip()]
+    return [r for r in regexes if r is not None]
+
+
+_CONVERSION_REGEX = {"%": "%", **dict.fromkeys("diu", r"-?\d+"), **dict.fromkeys("oxX", r"(?:0x)?[0-9a-fA-F]+"),
+                     **dict.fromkeys("eEfgG", r"-?[\d.]+(?:[eE][-+]?\d+)?|-?nan|-?inf"), "c": "."}
+
+
+def _line_regex(line: str) -> Optional[str]:
+    """One printed line's format -> its regex; None when it has too little fixed text to recognise."""
+    parts, pos = [], 0
+    for conv in _C_CONVERSION.finditer(line):
+        parts.append(_literal_regex(line[pos:conv.start()]))
+        kind = conv.group(1) or "u"
+        # s, p, n: the first string of a line is one word, later ones are lazy
+        parts.append(_CONVERSION_REGEX.get(kind) or (r".+?" if pos > 0 else r"\S+"))
+        pos = conv.end()
+    parts.append(_literal_regex(line[pos:]))
+    literal_text = _C_CONVERSION.sub("", line).strip()
+    if len(re.sub(r"[^A-Za-z]", "", literal_text)) < 6:
+        return None  # "%s\n", "dlerror: %s": too little fixed text to recognise anything
+    return "".join(parts)
 
 
 def _keyword_of(regex_source: str) -> str:
@@ -179,10 +176,10 @@ class Catalog:
         """Every message in `line`, left to right, without overlaps. `words`: line_words(line), if known."""
         matches: List[Match] = []
         for pattern in self.candidates(words if words is not None else line_words(line)):
-            for m in pattern.regex.finditer(line):
-                if m.end() > m.start():
-                    matches.append(Match(pattern, m.start(), m.end(), m.group(0),
-                                         {k: v for k, v in m.groupdict().items() if v is not None}))
+            for found in pattern.regex.finditer(line):
+                if found.end() > found.start():
+                    matches.append(Match(pattern, found.start(), found.end(), found.group(0),
+                                         {k: v for k, v in found.groupdict().items() if v is not None}))
         if len(matches) <= 1:
             return matches
         # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie
@@ -206,6 +203,14 @@ def line_words(line: str) -> set:
     return set(line.lower().translate(_SEPARATORS).split())
 
 
+_EXCHANGE_FUNCTIONS = ("ethernet_read", "ethernet_write", "ctx_hand_shake", "ctx_xchg", "exchange", "check_",
+                       "rdma_read", "rdma_write")
+# (function name prefixes, phase) for the files that do not decide the phase themselves
+_FUNCTION_PHASES = ((("run_iter", "perform_warm", "check_alive", "run_"), "run"),
+                    (("destroy", "ctx_close"), "close"),
+                    (("ctx_find_dev", "ctx_open_device", "set_process_affinity", "run_on_node"), "device"))
+
+
 def _phase_of(file: str, function: str) -> str:
     if "memory" in file or "loader" in file:
         return "resources"
@@ -214,21 +219,11 @@ def _phase_of(file: str, function: str) -> str:
     if file == "perftest_parameters.c":
         return "negotiate" if function.startswith(("negotiate", "compare")) else "parse"
     if file == "perftest_communication.c":
-        if function.startswith(("ethernet_read", "ethernet_write", "ctx_hand_shake", "ctx_xchg", "exchange",
-                                "check_", "rdma_read", "rdma_write")):
-            return "exchange"
-        return "connect"
-    if function.startswith(("run_iter", "perform_warm", "check_alive", "run_")):
-        return "run"
-    if function.startswith(("destroy", "ctx_close")):
-        return "close"
-    if function.startswith(("ctx_find_dev", "ctx_open_device", "set_process_affinity", "run_on_node")):
-        return "device"
-    if function == "ctx_connect":
-        return "qp"
-    if function == "main":
-        return "run"
-    return "resources"
+        return "exchange" if function.startswith(_EXCHANGE_FUNCTIONS) else "connect"
+    for prefixes, phase in _FUNCTION_PHASES:
+        if function.startswith(prefixes):
+            return phase
+    return {"ctx_connect": "qp", "main": "run"}.get(function, "resources")
 
 
 _ERROR_WORDS = re.compile(r"fail|error|couldn|could not|unable|cannot|can not|can't|invalid|not supported|"
@@ -308,10 +303,20 @@ def result_ids(catalog: "Catalog") -> frozenset:
 
 @lru_cache(maxsize=1)
 def load() -> Catalog:
-    return Catalog(_curated() + _generated())
+    """Every catalogue's patterns, built once per change of the catalogue files (runtime/cache.py)."""
+    from rdmadoctor.runtime import cache
+    files = [*catalogue_files(), MESSAGES / "perftest_strings.tsv", Path(__file__)]
+    fields = cache.cached("catalog", files, lambda: [_fields(p) for p in _curated() + _generated()])
+    return Catalog([Pattern(*f) for f in fields])
 
 
-def split_points(matches: List[Match]) -> List[Tuple[int, int]]:
-    """Spans of a line between message starts (used to unflatten a joined paste)."""
+def _fields(p: Pattern) -> tuple:
+    return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
+            p.producer, p.result)
+
+
+def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:
+    """Spans of a line between message starts (used to unflatten a joined paste); the last runs to the end."""
     starts = sorted({m.start for m in matches})
-    return list(zip(starts, starts[1:] + [None]))
+    ends: List[Optional[int]] = [*starts[1:], None]
+    return list(zip(starts, ends))

@@ -33,52 +33,67 @@ def parse_command(text: str) -> Optional[Tuple[str, List[str], Dict[str, Any], O
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        first = i
         if _SHELL_END.match(tok):
             break
+        last: Optional[int]
         if tok.startswith("--") and len(tok) > 2:
-            name, eq, value = tok[2:].partition("=")
-            canonical = resolve_long(name)
-            if canonical is None:
-                return None
-            takes = LONG[canonical]
-            if takes and not eq:
-                if canonical in OPTIONAL_ARG and not (i + 1 < len(tokens) and tokens[i + 1].isdigit()):
-                    value = True
-                elif i + 1 < len(tokens):
-                    i += 1
-                    value = tokens[i]
-                else:
-                    return None
-            elif not takes:
-                value = True
-            options[canonical] = value
+            last = _long_option(tokens, i, options)
         elif tok.startswith("-") and len(tok) > 1 and not _looks_negative_number(tok):
-            j = 1
-            while j < len(tok):
-                letter = tok[j]
-                if letter not in SHORT:
-                    return None
-                canonical, takes = SHORT[letter]
-                if takes:
-                    value = tok[j + 1:]
-                    if not value:
-                        if i + 1 >= len(tokens):
-                            return None
-                        i += 1
-                        value = tokens[i]
-                    options[canonical] = value
-                    break
-                options[canonical] = True
-                j += 1
+            last = _short_options(tokens, i, options)
+        elif host is None and _HOST.match(tok):
+            host, last = tok, i
         else:
-            if host is not None or not _HOST.match(tok):
-                return None        # a second positional argument: not a command perftest would run
-            host = tok
-        argv.extend(tokens[first:i + 1])   # the option and the value it consumed
-        i += 1
+            return None        # a second positional argument: not a command perftest would run
+        if last is None:
+            return None
+        argv.extend(tokens[i:last + 1])   # the option and the value it consumed
+        i = last + 1
     end = _command_end(text, m.end(), argv[1:])
     return m.group("tool"), argv, options, host, end
+
+
+def _long_option(tokens: List[str], i: int, options: Dict[str, Any]) -> Optional[int]:
+    """--name[=value] at tokens[i] into `options`: the index of the last token it consumed, None when
+    it is not an option perftest knows or its value is missing."""
+    name, eq, value = tokens[i][2:].partition("=")
+    canonical = resolve_long(name)
+    if canonical is None:
+        return None
+    takes = LONG[canonical]
+    if not takes:
+        options[canonical] = True
+        return i
+    if eq:
+        options[canonical] = value
+        return i
+    if canonical in OPTIONAL_ARG and not (i + 1 < len(tokens) and tokens[i + 1].isdigit()):
+        options[canonical] = True
+        return i
+    if i + 1 < len(tokens):
+        options[canonical] = tokens[i + 1]
+        return i + 1
+    return None
+
+
+def _short_options(tokens: List[str], i: int, options: Dict[str, Any]) -> Optional[int]:
+    """-abc or -s65536 or -s 65536 at tokens[i], as getopt reads a cluster of short options."""
+    tok = tokens[i]
+    for j in range(1, len(tok)):
+        letter = tok[j]
+        if letter not in SHORT:
+            return None
+        canonical, takes = SHORT[letter]
+        if not takes:
+            options[canonical] = True
+            continue
+        if tok[j + 1:]:
+            options[canonical] = tok[j + 1:]
+            return i
+        if i + 1 >= len(tokens):
+            return None
+        options[canonical] = tokens[i + 1]
+        return i + 1
+    return i
 
 
 def _looks_negative_number(token: str) -> bool:

@@ -53,6 +53,7 @@ _BANNER_RE = re.compile(r"Waiting\s+for\s+client\s+(?:rdma_cm\s+QP\s+)?to\s+conn
 _BOX_RE = re.compile(r"^[\s\-=*_#~]*$")
 _NUMBER = r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|-?nan|-?inf)"
 _NUMBERS_RE = re.compile(r"^\s*\d+(?:\s+" + _NUMBER + r"){2,}\s*$", re.IGNORECASE)
+_TRAILING_NUMBERS_RE = re.compile(r"(?<!\S)(\d+(?:\s+" + _NUMBER + r"){2,})\s*$", re.IGNORECASE)
 _DASHES_RE = re.compile(r"-{20,}|\*{20,}")
 _SIDE_WORDS = re.compile(r"[A-Za-z][\w.-]*|\d[\w.:-]*")
 _SIDE_FILLER = frozenset("side log logs output out host node machine terminal console on the a b stdout stderr "
@@ -78,6 +79,13 @@ _BACKGROUND_RE = re.compile(r"^\s*(?:\d?>\S*\s*)*&(?!&)")     # "cmd &", "cmd > 
 # The shell's job-control report ("[1]+  Done   ib_write_bw -d mlx5_1"): not a new command.
 _JOB_RE = re.compile(r"^\s*\[\d+\][+-]?\s+(?:Done|Exit\s+\d+|Terminated|Killed|Stopped|Running|Segmentation fault|"
                      r"Aborted)\b", re.IGNORECASE)
+
+# The structural patterns, for the prefilter (logparse/prefilter.py): a line none of them (nor a catalogue message)
+# matches holds nothing this module reads but a result row.
+ANCHOR_RE, HEADER_RE, BANNER_RE, ADDRESS_RE, GID_RE, RESULT_HEADER_RE = (
+    _ANCHOR_RE, _HEADER_RE, _BANNER_RE, _ADDRESS_RE, _GID_RE, _RESULT_HEADER_RE)
+SIDE_WORDS_RE = r"server|client"            # side_label() reads no line without one of them
+NUMBERS_RE = _NUMBERS_RE
 
 # Cheap test before the anchor search: a line without any of these cannot hold a second thing. Searched in
 # the lowercased line, because an IGNORECASE alternation is 7x slower.
@@ -226,7 +234,14 @@ class LineClassifier:
                 items.append(Item("message", message, begin))
                 rest = line[message.end:end]
                 if rest.strip():
-                    items.extend(self._structural(rest, message.end, allow_text=False))
+                    after = self._structural(rest, message.end, allow_text=False)
+                    if not after:
+                        # the rest of a sentence the pattern does not cover ("CPU Frequency is not max."), then the
+                        # result rows a flattened paste put after it
+                        rows = _TRAILING_NUMBERS_RE.search(rest)
+                        if rows:
+                            after = [Item("numbers", tuple(rows.group(1).split()), message.end + rows.start(1))]
+                    items.extend(after)
             else:
                 items.extend(self._structural(piece, begin, allow_text=True))
         if len([i for i in items if i.kind != "text"]) > 1:

@@ -38,7 +38,7 @@ TOOLS: Dict[str, Tool] = {
     **{name: Tool("verbs", _PINGPONG) for name in (
         "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong")},
     **{name: Tool("verbs", side="none") for name in (
-        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch")},
+        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch", "rdma")},
     "rping": Tool("verbs", _RPING, side="rping"),
     **{name: Tool("verbs", frozenset("-s -b -c -C -S -p -m -M -P -f".split()), side="cmatose")
        for name in ("ucmatose", "udaddy", "mckey")},
@@ -59,20 +59,26 @@ TOOLS: Dict[str, Tool] = {
                     "alltoall_perf", "sendrecv_perf", "gather_perf", "scatter_perf", "hypercube_perf")},
 }
 TOOL_WORDS = frozenset(TOOLS)
-_TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
+_TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./*-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
                       r")(?=\s|$|;|\|)")
 _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
 # What may stand before a command on its line: a shell prompt, wrappers, their options, VAR=value settings.
 # A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
-_PREFIX = re.compile(r"^\s*(?:[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*)?"
+_PREFIX = re.compile(r"^\s*(?:[$#>]\s*|[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
                      r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
+_RDMA_OBJECTS = ("link", "dev", "system", "sys", "resource", "res", "statistic", "stat", "monitor")
+# the producers whose command lines are recognised inside quotes (rdma-core's and libfabric's test programs, which
+# test harnesses run and log)
+_QUOTABLE = ("verbs", "libfabric")
+_QUOTED = re.compile(r".*(?P<quote>['\"`])")
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
 
 # Environment variables that configure the RDMA stack and the libraries on it.
 SETTING_PREFIXES = ("NCCL_", "UCX_", "FI_", "OMPI_MCA_", "PMIX_MCA_", "UCC_", "MLX5_", "RDMAV_", "IBV_", "HCOLL_",
                     "PSM3_", "PSM2_", "I_MPI_", "MPICH_", "NVSHMEM_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES",
                     "RDMADOCTOR_")
-_SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Z0-9_]*)="
+# Open MPI's parameter names are lower case (OMPI_MCA_btl_tcp_if_include=eth0)
+_SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Za-z0-9_]*)="
                          r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s;|&]*)")
 _MCA_RE = re.compile(r"(?<![\w-])--?mca\s+(?P<name>[\w.-]+)\s+(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
 _SETTING_HINT = re.compile(r"=|mca", re.IGNORECASE)
@@ -107,11 +113,21 @@ def _side(tool: Tool, options: Dict[str, object], host: Optional[str]) -> Option
 def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]]:
     """(tool name, tool, argv, options, host, command text) when `text` holds one of TOOLS' command lines."""
     m = _TOOL_RE.search(text)
-    if not m or not _PREFIX.match(text[:m.start()]):
+    if not m:
         return None
+    prefix, rest = text[:m.start()], text[m.end():]
+    if not _PREFIX.match(prefix):
+        # a command a test harness or a script quotes ("Running 'timeout 2m rping -c -a ...'"): what follows
+        # the last opening quote must be a command's start, and the command ends at the closing quote
+        quoted = _QUOTED.match(prefix)
+        if not quoted or not _PREFIX.match(prefix[quoted.end():]) or \
+                TOOLS[m.group("tool")].producer not in _QUOTABLE:
+            return None
+        rest = rest.split(quoted.group("quote"), 1)[0]
     name = m.group("tool")
     tool = TOOLS[name]
-    rest = text[m.end():]
+    if name == "rdma" and rest.split()[:1] not in ([w] for w in _RDMA_OBJECTS):
+        return None                        # iproute2's rdma names an object first: rdma link, rdma dev ...
     try:
         tokens = shlex.split(rest, posix=True)
     except ValueError:
@@ -137,7 +153,7 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         host = options["-a"]
     if tool.side == "cmatose" and isinstance(options.get("-s"), str):
         host = options["-s"]
-    return name, tool, argv, options, host, text[m.start("tool"):].strip()
+    return name, tool, argv, options, host, (text[m.start("tool"):m.end()] + rest).strip()
 
 
 class ProducerRuns:

@@ -2,23 +2,33 @@
 
 Whatever was pasted (CRLF, lone CRs, ANSI colour, NULs and other binary, invalid UTF-8, smart quotes,
 lines of megabytes) becomes printable text with the line numbers an editor would show.
+
+The reader hands out blocks of whole lines as cleaned UTF-8 bytes (the scanner searches bytes, and decodes only
+the lines that can matter); a line longer than MAX_LINE comes as pieces of one line number, for the scanner to
+read in windows.
 """
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Iterator, List, Tuple
+from typing import BinaryIO, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from rdmadoctor.model import SourceText
 
 BLOCK = 1 << 20                 # bytes read at a time
-MAX_LINE = 16384                # a longer line is cut into pieces (same line number)
+MAX_LINE = 16384                # a longer line is read in windows (logparse.scan)
 KEEP_LINES = 20000              # lines kept for evidence excerpts and the report's raw log
+KEEP_CHARS = 4 << 20            # and at most this much text of one input (a paste of long lines)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_ANSI_BYTES = re.compile(_ANSI.pattern.encode())
 # Control characters (but tab and newline) become blanks; typographic quotes and no-break spaces the plain
 # ones perftest printed. One str.translate: C speed, where a regex substitution is 15x slower.
-_CLEAN = str.maketrans({**{chr(c): " " for c in (*range(0, 9), *range(11, 32), 127)}, "\ufeff": " ",
+_CONTROLS = (*range(0, 9), *range(11, 32), 127)
+# Unicode blanks become plain ones too, so that a blank is a blank to every pattern engine (logparse/prefilter.py).
+_UNICODE_BLANKS = ("\x85", "\u1680", *map(chr, range(0x2000, 0x200b)), "\u2028", "\u2029", "\u202f", "\u205f", "\u3000")
+_CLEAN = str.maketrans({**{chr(c): " " for c in _CONTROLS}, **{c: " " for c in _UNICODE_BLANKS}, "\ufeff": " ",
                         "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+_CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 
 
 def clean_block(text: str) -> str:
@@ -30,76 +40,156 @@ def clean_block(text: str) -> str:
     return text.translate(_CLEAN)
 
 
-class SourceReader:
-    """Reads one input and yields (line number, text); keeps the first lines for excerpts."""
+def _may_hold_long_line(data: bytes) -> bool:
+    """A line longer than MAX_LINE spans a whole stretch of MAX_LINE / 2 bytes without a newline."""
+    step = MAX_LINE // 2
+    return any(data.find(b"\n", pos, pos + step) < 0 for pos in range(0, len(data) - step + 1, step))
 
-    def __init__(self, name: str, stream: BinaryIO):
+
+class Lines(NamedTuple):
+    """Whole lines: `data` is cleaned UTF-8 ending in a newline; its first line is number `first`."""
+    first: int
+    data: bytes
+
+
+class Piece(NamedTuple):
+    """Part of a line longer than MAX_LINE (text, cleaned); `last` on its final piece."""
+    number: int
+    text: str
+    last: bool
+
+
+class KeepBudget:
+    """How much text all the inputs of one parse may still keep for excerpts (many files share it)."""
+
+    def __init__(self, chars: int = 4 * KEEP_CHARS):
+        self.chars = chars
+
+
+class SourceReader:
+    """Reads one input and yields Lines and Pieces; keeps the first lines for excerpts."""
+
+    def __init__(self, name: str, stream: BinaryIO, budget: Optional[KeepBudget] = None):
         self.name = name
         self.stream = stream
         self.text = SourceText(name=name, lines=[], total_lines=0)
+        self.budget = budget if budget is not None else KeepBudget()
+        self._kept_chars = 0
+        self._keeping = True
 
-    def blocks(self) -> Iterator[Tuple[int, List[str]]]:
-        """(number of the first line, lines): lines[i] is line number first + i.
-
-        Lines longer than MAX_LINE come as single-line blocks of pieces sharing one number.
-        """
-        number = 0
+    # -- reading -----------------------------------------------------------------------------------------------
+    def events(self) -> Iterator[Union[Lines, Piece]]:
+        number = 0                   # the last line number handed out (complete or not)
+        open_line = False            # the last event was a piece of a line not finished yet
         pending = b""
-        continues = False            # the previous piece was cut inside a line: same line number
-        kept = self.text.lines
+        final = False
         while True:
-            block = self.stream.read(BLOCK)
-            if not block:
+            raw = self.stream.read(BLOCK)
+            if raw:
+                self.text.bytes_read += len(raw)
+                raw = pending + raw
+                cut = raw.rfind(b"\n")
+                if cut < 0:
+                    # no line end: a lone-CR log (each CR ends a line) or one line longer than a block
+                    cut = raw.rfind(b"\r", 0, len(raw) - 1)
+                    if cut < 0:
+                        if len(raw) < BLOCK:
+                            pending = raw
+                            continue
+                        # a line longer than any block: hand it out in pieces (not inside a UTF-8 sequence)
+                        cut = len(raw) - 2
+                        while cut > 0 and 0x80 <= raw[cut + 1] < 0xC0:
+                            cut -= 1
+                pending, raw = raw[cut + 1:], raw[:cut + 1]
+            elif pending:
+                raw, pending, final = pending, b"", True
+            else:
                 break
-            self.text.bytes_read += len(block)
-            block = pending + block
-            cut = block.rfind(b"\n")
-            if cut < 0 and len(block) < MAX_LINE * 4:
-                pending = block
+            data = self._clean(raw)
+            if final and not data.endswith(b"\n"):
+                data += b"\n"           # the input's last line, without its newline
+            if not data:
                 continue
-            if cut < 0:
-                cut = len(block) - 1       # a line longer than any paste: flush it in pieces
-            pending, block = block[cut + 1:], block[:cut + 1]
-            ends_line = block.endswith(b"\n")
-            text = self._decode(block)
-            lines = (text[:-1] if text.endswith("\n") else text).split("\n")
-            first = number if continues else number + 1
-            yield from self._emit(first, lines, kept)
-            number = first + len(lines) - 1
-            continues = not ends_line
-        if pending:
-            lines = self._decode(pending).split("\n")
-            first = number if continues else number + 1
-            yield from self._emit(first, lines, kept)
-            number = first + len(lines) - 1
+            for event in self._split(data, number + (0 if open_line else 1), open_line):
+                if isinstance(event, Lines):
+                    number = event.first + event.data.count(b"\n") - 1
+                    open_line = False
+                else:
+                    number = event.number
+                    open_line = not event.last
+                yield event
+        if open_line:
+            yield Piece(number, "", True)
         self.text.total_lines = number
-        self.text.truncated = number > len(kept)
+        self.text.truncated = number > len(self.text.lines)
 
-    def lines(self) -> Iterator[Tuple[int, str]]:
-        for first, lines in self.blocks():
-            for offset, line in enumerate(lines):
-                yield first + offset, line
-
-    @staticmethod
-    def _emit(first: int, lines: List[str], kept: List[str]) -> Iterator[Tuple[int, List[str]]]:
-        room = KEEP_LINES - len(kept)
-        if room > 0:
-            # a line continued from the previous block is already kept
-            start = 1 if kept and first <= len(kept) else 0
-            kept.extend(line[:MAX_LINE] for line in lines[start:start + room])
-        if all(len(line) <= MAX_LINE for line in lines):
-            yield first, lines
+    def _split(self, data: bytes, first: int, open_line: bool) -> Iterator[Union[Lines, Piece]]:
+        """Cleaned text -> Lines, with the lines longer than MAX_LINE (and a line still open) as Pieces."""
+        ends_line = data.endswith(b"\n")
+        if open_line:
+            # the rest of a long line continued from the previous block
+            nl = data.find(b"\n")
+            head = data if nl < 0 else data[:nl]
+            yield self._piece(first, head, nl >= 0)
+            if nl < 0:
+                return
+            data, first = data[nl + 1:], first + 1
+            if not data:
+                return
+        if ends_line and not self._keeping and not _may_hold_long_line(data):
+            yield Lines(first, data)       # the usual block: no line to cut, nothing more to keep
             return
-        run_start = 0
-        for i, line in enumerate(lines):
-            if len(line) > MAX_LINE:
-                if i > run_start:
-                    yield first + run_start, lines[run_start:i]
-                for piece in range(0, len(line), MAX_LINE):
-                    yield first + i, [line[piece:piece + MAX_LINE]]
-                run_start = i + 1
-        if run_start < len(lines):
-            yield first + run_start, lines[run_start:]
+        lines = data.split(b"\n")
+        if not ends_line:
+            tail = lines.pop()
+        else:
+            lines.pop()
+            tail = None
+        if self._keeping:
+            self._keep(lines, first)
+        if lines and (len(data) <= MAX_LINE or max(map(len, lines)) <= MAX_LINE):
+            yield Lines(first, data if tail is None else data[:len(data) - len(tail)])
+        elif lines:
+            start = 0
+            for i, line in enumerate(lines):
+                if len(line) > MAX_LINE:
+                    if i > start:
+                        yield Lines(first + start, b"\n".join(lines[start:i]) + b"\n")
+                    yield self._piece(first + i, line, True)
+                    start = i + 1
+            if start < len(lines):
+                yield Lines(first + start, b"\n".join(lines[start:]) + b"\n")
+        if tail is not None:
+            number = first + len(lines)
+            if self._keeping:
+                self._keep([tail[:MAX_LINE]], number)
+            yield self._piece(number, tail, False)
+
+    def _piece(self, number: int, data: bytes, last: bool) -> Piece:
+        return Piece(number, data.decode("utf-8", "replace"), last)
+
+    def _keep(self, lines: List[bytes], first: int) -> None:
+        kept = self.text.lines
+        room = KEEP_LINES - len(kept)
+        for line in lines[:room]:
+            text = line[:MAX_LINE].decode("utf-8", "replace")
+            self._kept_chars += len(text)
+            self.budget.chars -= len(text)
+            kept.append(text)
+            if self._kept_chars >= KEEP_CHARS or self.budget.chars <= 0:
+                break
+        if len(kept) >= KEEP_LINES or self._kept_chars >= KEEP_CHARS or self.budget.chars <= 0:
+            self._keeping = False
+
+    # -- cleaning ----------------------------------------------------------------------------------------------
+    def _clean(self, raw: bytes) -> bytes:
+        if raw.isascii():
+            if b"\x1b" in raw:
+                raw = _ANSI_BYTES.sub(b"", raw)
+            if b"\r" in raw:
+                raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            return raw.translate(_CLEAN_BYTES)
+        return clean_block(self._decode(raw)).encode("utf-8", "surrogatepass")
 
     def _decode(self, raw: bytes) -> str:
         try:
@@ -107,5 +197,14 @@ class SourceReader:
         except UnicodeDecodeError:
             text = raw.decode("utf-8", "replace")
             self.text.decode_errors += text.count("\ufffd")
-        return clean_block(text)
+        return text
 
+    # -- the line interface (tests, tools) ----------------------------------------------------------------------
+    def lines(self) -> Iterator[Tuple[int, str]]:
+        """(line number, text) of every line, a long line in its pieces."""
+        for event in self.events():
+            if isinstance(event, Lines):
+                for offset, line in enumerate(event.data.decode("utf-8", "replace").split("\n")[:-1]):
+                    yield event.first + offset, line
+            elif event.text:
+                yield event.number, event.text

@@ -8,14 +8,18 @@ the current one.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+import math
+from collections import Counter
+from typing import Dict, List, Optional, Sequence
 
+from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.logparse.lines import Item
 from rdmadoctor.model import Address, Command, HeaderField, Message, ResultRow, Run
 
 MAX_RUNS = 256          # per source; a log with more runs keeps the first ones (and says so)
-MAX_ROWS = 2000         # result rows kept per run
 MAX_MESSAGES = 400      # messages kept per run
+MAX_SIZES = 256         # message sizes whose first row a run keeps (perftest -a prints 23)
+SKETCH_KEYS = 1 << 16   # distinct values counted exactly in the open run; beyond, in buckets of 0.1%
 
 _ROW_COLUMNS = {
     "bw": ("bw_peak", "bw_avg", "msg_rate", "cpu_util"),
@@ -24,11 +28,235 @@ _ROW_COLUMNS = {
 }
 
 
-def _number(text: str) -> float:
+_METRIC = {"bw": "bw_avg", "lat": "t_typical", "lat_dur": "t_avg"}     # the column a run's rows are summarised by
+_WIDTH = {"bw": 5, "lat": 9, "lat_dur": 4}
+_ROW_CHARS = b"0123456789. \t\n"
+_SHAPE = bytes.maketrans(b"123456789\t", b"000000000 ")      # digits -> 0, blanks -> space: a number is 0 or 0.0
+
+
+def _number(text) -> float:
     try:
         return float(text)
     except ValueError:
         return float("nan")
+
+
+def _plain_numbers(tokens: List[str]) -> bool:
+    """Every token a number as perftest prints one (digits, at most one point, not at an end)."""
+    text = " ".join(tokens)
+    return not text.translate(_NOT_NUMBER) and not text.startswith(".") and not text.endswith(".") and \
+        ".." not in text.translate(_DIGITS) and " ." not in text and ". " not in text
+
+
+_NOT_NUMBER = str.maketrans("", "", "0123456789. ")
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+class _Sketch:
+    """The values of one column: exact counts while they are few, else counts in buckets 0.1% wide (the median is
+    then approximate, and says so). Bounded whatever the number of rows."""
+
+    __slots__ = ("counts", "exact")
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+        self.exact = True
+
+    def add(self, values: Sequence) -> None:
+        if self.exact:
+            self.counts.update(values)
+            if len(self.counts) > SKETCH_KEYS:
+                self._bucket()
+        else:
+            self.counts.update(map(_bucket_of, map(_number, values)))
+
+    def _bucket(self) -> None:
+        buckets: Counter = Counter()
+        for value, n in self.counts.items():
+            buckets[_bucket_of(_number(value))] += n
+        self.counts, self.exact = buckets, False
+
+    def summary(self) -> Optional[Dict[str, object]]:
+        if self.exact:
+            pairs = sorted((v, n) for v, n in ((_number(k), n) for k, n in self.counts.items()) if not math.isnan(v))
+        else:
+            pairs = sorted((_bucket_value(b), n) for b, n in self.counts.items() if b is not None)
+        total = sum(n for _, n in pairs)
+        if not total:
+            return None
+        seen, median = 0, pairs[-1][0]
+        for value, n in pairs:
+            seen += n
+            if seen * 2 >= total:
+                median = value
+                break
+        return {"min": pairs[0][0], "median": median, "max": pairs[-1][0], "values": total,
+                "median_exact": self.exact}
+
+
+def _bucket_of(value: float) -> Optional[int]:
+    if math.isnan(value) or math.isinf(value):
+        return None
+    if value == 0:
+        return 0
+    b = int(round(math.log(abs(value)) / math.log(1.001))) + 1
+    return b if value > 0 else -b
+
+
+def _bucket_value(b: int) -> float:
+    if b == 0:
+        return 0.0
+    return math.copysign(1.001 ** (abs(b) - 1), b)
+
+
+class RowStats:
+    """What one run's result rows add up to, in bounded memory however many there are: their count, the rows that
+    matter as evidence (the first and the last, the first two real ones, the first of each size and unit, the
+    first garbage row, the best bandwidth, the largest size) and the min, median and max of the measured column."""
+
+    def __init__(self):
+        self.count = 0
+        self.real = 0
+        self.kept: Dict[int, ResultRow] = {}         # ordinal -> row
+        self.reasons: Dict[int, set] = {}
+        self.sizes: set = set()
+        self.units: set = set()
+        self.garbage = 0
+        self.best_gbps = -1.0
+        self.max_size = -1
+        self.sketches: Dict[tuple, _Sketch] = {}     # (kind, unit) -> values of the kind's measured column
+        self.moving: Dict[str, int] = {}             # "best" | "maxsize" | "last" -> ordinal
+        self.frozen: Optional[Dict[str, object]] = None
+
+    def _keep(self, ordinal: int, row: ResultRow, reason: str) -> None:
+        if ordinal not in self.kept:
+            self.kept[ordinal] = row
+            self.reasons[ordinal] = set()
+        self.reasons[ordinal].add(reason)
+
+    def _move(self, reason: str, ordinal: int, row: ResultRow) -> None:
+        old = self.moving.get(reason)
+        if old is not None and old != ordinal:
+            reasons = self.reasons[old]
+            reasons.discard(reason)
+            if not reasons:
+                del self.kept[old], self.reasons[old]
+        self.moving[reason] = ordinal
+        self._keep(ordinal, row, reason)
+
+    def add(self, row: ResultRow) -> None:
+        """One row (the per-line path)."""
+        ordinal = self.count
+        self.count += 1
+        if ordinal == 0:
+            self._keep(ordinal, row, "first")
+        size, iterations = row.size, row.iterations
+        if 0 < size < UINT32 and 0 <= iterations < UINT32:
+            if self.real < 2:
+                self._keep(ordinal, row, "real")
+            self.real += 1
+            if size not in self.sizes and len(self.sizes) < MAX_SIZES:
+                self.sizes.add(size)
+                self._keep(ordinal, row, "size")
+            if size > self.max_size:
+                self.max_size = size
+                self._move("maxsize", ordinal, row)
+            if row.kind == "bw" and row.unit:
+                value = row.values.get("bw_avg", float("nan"))
+                if not math.isnan(value) and value * UNIT_TO_GBPS.get(row.unit, 0) > self.best_gbps:
+                    self.best_gbps = value * UNIT_TO_GBPS.get(row.unit, 0)
+                    self._move("best", ordinal, row)
+        else:
+            if not self.garbage:
+                self._keep(ordinal, row, "garbage")
+            self.garbage += 1
+        if row.unit not in self.units:
+            self.units.add(row.unit)
+            self._keep(ordinal, row, "unit")
+        self._move("last", ordinal, row)
+        metric = _METRIC[row.kind]
+        if metric in row.values:
+            self._sketch(row.kind, row.unit).add((row.values[metric],))
+
+    def _sketch(self, kind: str, unit: Optional[str]) -> _Sketch:
+        key = (kind, unit)
+        sketch = self.sketches.get(key)
+        if sketch is None:
+            sketch = self.sketches[key] = _Sketch()
+        return sketch
+
+    def add_columns(self, first_line: int, same_line: bool, kind: str, unit: Optional[str], cols: List[list]) -> None:
+        """Many rows at once, as columns of tokens: every row real (sizes and counts below 2^32, no size 0), no NaN.
+        Row i is on line first_line + i, or on first_line for all (`same_line`: a flattened table)."""
+        names = _ROW_COLUMNS[kind]
+        n = len(cols[0])
+        base = self.count
+
+        def row(i: int) -> ResultRow:
+            return ResultRow(line=first_line if same_line else first_line + i, kind=kind, size=int(cols[0][i]),
+                             iterations=int(cols[1][i]), values={name: float(col[i]) for name, col in zip(names, cols[2:])},
+                             unit=unit)
+
+        if base == 0:
+            self._keep(0, row(0), "first")
+        for i in range(min(n, 2 - self.real) if self.real < 2 else 0):
+            self._keep(base + i, row(i), "real")
+        tokens = set(cols[0])
+        by_size: Dict[int, int] = {}
+        for token in tokens:
+            i = cols[0].index(token)
+            size = int(token)
+            if size not in by_size or i < by_size[size]:
+                by_size[size] = i
+        for size, i in sorted(by_size.items(), key=lambda kv: kv[1]):
+            if size not in self.sizes and len(self.sizes) < MAX_SIZES:
+                self.sizes.add(size)
+                self._keep(base + i, row(i), "size")
+        largest = max(by_size)
+        if largest > self.max_size:
+            self.max_size = largest
+            self._move("maxsize", base + by_size[largest], row(by_size[largest]))
+        if unit not in self.units:
+            self.units.add(unit)
+            self._keep(base, row(0), "unit")
+        metric = _METRIC[kind]
+        column = names.index(metric) + 2 if metric in names else None
+        if column is not None and column < len(cols):
+            values = cols[column]
+            if kind == "bw" and unit:
+                numbers = list(map(float, values))
+                top = max(numbers)
+                gbps = top * UNIT_TO_GBPS.get(unit, 0)
+                if gbps > self.best_gbps:
+                    self.best_gbps = gbps
+                    i = numbers.index(top)       # the first row of the best value, as features.bw_row picks it
+                    self._move("best", base + i, row(i))
+            self._sketch(kind, unit).add(values)
+        self._move("last", base + n - 1, row(n - 1))
+        self.count += n
+        self.real += n
+
+    def rows(self) -> List[ResultRow]:
+        return [self.kept[o] for o in sorted(self.kept)]
+
+    def freeze(self) -> None:
+        """The run is closed: its values are reduced to their figures (a closed run holds no counts)."""
+        self.frozen = self.summary()
+        self.sketches = {}
+
+    def summary(self) -> Dict[str, object]:
+        if self.frozen is not None and not self.sketches:
+            return self.frozen
+        out: Dict[str, object] = {"rows": self.count, "real_rows": self.real, "garbage_rows": self.garbage,
+                                  "kept_rows": len(self.kept), "sizes": sorted(self.sizes),
+                                  "sizes_complete": len(self.sizes) < MAX_SIZES}
+        measured = []
+        for (kind, unit), sketch in self.sketches.items():
+            figures = sketch.summary()
+            if figures:
+                measured.append({"kind": kind, "column": _METRIC[kind], "unit": unit, **figures})
+        out["measured"] = measured
+        return out
 
 
 class RunBuilder:
@@ -41,6 +269,7 @@ class RunBuilder:
         self.result_unit: Optional[str] = None
         self.pending_label: Optional[dict] = None
         self._strength: dict = {}          # id(run) -> strength of the evidence for its side
+        self._stats: Dict[int, RowStats] = {}   # id(run) -> its result rows, summarised
         # A command started in the background ("ib_write_bw &") keeps printing while the next command
         # runs in the same terminal (a loopback test): their lines interleave. `partner` is that
         # background run while it has not finished; lines the current run already has go to it.
@@ -53,7 +282,14 @@ class RunBuilder:
     # -- run lifecycle ---------------------------------------------------------------------------
     def _has_content(self, run: Run) -> bool:
         return bool(run.command or run.banner_line or run.test_name or run.header or run.messages
-                    or run.results or run.addresses)
+                    or self._rows(run) or run.addresses)
+
+    def _rows(self, run: Optional[Run]) -> int:
+        """How many result rows the run printed so far."""
+        if run is None:
+            return 0
+        stats = self._stats.get(id(run))
+        return stats.count if stats is not None else len(run.results)
 
     def _start(self, line: int) -> Run:
         if self.current is not None and self._has_content(self.current):
@@ -75,15 +311,25 @@ class RunBuilder:
             return
         if len(self.runs) < MAX_RUNS:
             self.runs.append(run)
+            stats = self._stats.get(id(run))
+            if stats is not None and run is not self.partner and run is not self.background:
+                stats.freeze()
             return
         self.dropped_runs += 1
         if any(m.kind == "error" for m in run.messages):
             # a failure anywhere counts: it takes the place of the last kept run that only printed results
-            healthy = next((i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i].results
+            healthy = next((i for i in range(len(self.runs) - 1, -1, -1) if self._rows(self.runs[i])
                             and not any(m.kind == "error" for m in self.runs[i].messages)), None)
             if healthy is not None:
+                self._forget(self.runs[healthy])
                 del self.runs[healthy]
                 self.runs.append(run)
+                return
+        self._forget(run)
+
+    def _forget(self, run: Run) -> None:
+        if run is not self.partner and run is not self.background:
+            self._stats.pop(id(run), None)
 
     def _run(self, line: int) -> Run:
         run = self.current if self.current is not None else self._start(line)
@@ -115,7 +361,7 @@ class RunBuilder:
 
     def _on_command(self, number: int, item: Item, inline_side) -> None:
         d = item.data
-        waiting = self.background if self.background is not None and not self.background.results else None
+        waiting = self.background if self.background is not None and not self._rows(self.background) else None
         run = self._start(number)
         self.partner = waiting
         self.background = run if d.get("background") else None
@@ -133,12 +379,12 @@ class RunBuilder:
 
     def _on_banner(self, number: int, item: Item, inline_side) -> None:
         run = self.current
-        if item.data == "rdma_cm" and run is not None and run.test_name and not run.results:
+        if item.data == "rdma_cm" and run is not None and run.test_name and not self._rows(run):
             # the -R server prints "Waiting for client rdma_cm QP to connect" inside its header box
             self._set_side(run, "server", "prints 'Waiting for client rdma_cm QP to connect'", 3)
             run.last_line = number
             return
-        if run is None or run.banner_line or run.test_name or run.results or run.addresses:
+        if run is None or run.banner_line or run.test_name or self._rows(run) or run.addresses:
             run = self._start(number)
         run = self._run(number)
         run.banner_line = number
@@ -156,7 +402,7 @@ class RunBuilder:
         run = self._interleaved(lambda r: r.test_name is not None) if self.partner else None
         if run is None:
             run = self.current
-            if run is None or run.test_name or run.results or run.addresses:
+            if run is None or run.test_name or self._rows(run) or run.addresses:
                 run = self._start(number)
             run = self._run(number)
         run.last_line = number
@@ -181,11 +427,11 @@ class RunBuilder:
                 run.header.setdefault(key, HeaderField(value, number))
             return
         run = self.current
-        if run is None or run.results or (run.addresses and not run.test_name):
+        if run is None or self._rows(run) or (run.addresses and not run.test_name):
             run = self._start(number)
         run = self._run(number)
         for key, value in item.data:
-            if key in run.header and run.header[key].line != number and (run.addresses or run.results):
+            if key in run.header and run.header[key].line != number and (run.addresses or self._rows(run)):
                 run = self._start(number)
                 run = self._run(number)
             run.header[key] = HeaderField(value, number)
@@ -197,7 +443,7 @@ class RunBuilder:
             partner.addresses.append(Address(line=number, **item.data))
             return
         run = self._run(number)
-        if run.results:
+        if self._rows(run):
             run = self._start(number)
             run = self._run(number)
         run.addresses.append(Address(line=number, **item.data))
@@ -223,7 +469,7 @@ class RunBuilder:
         run = self.current
         if run is None or self.result_kind is None:
             return  # numbers outside a result table (a timestamp, a counter dump): not a result row
-        partner = self._interleaved(lambda r: bool(r.results)) if self.partner else None
+        partner = self._interleaved(lambda r: bool(self._rows(r))) if self.partner else None
         if partner is not None and partner.result_header_line is not None:
             run, unit = partner, getattr(self, "partner_unit", self.result_unit)
             self._add_rows(partner, number, item.data, unit)
@@ -241,13 +487,45 @@ class RunBuilder:
                 size, iterations = int(row[0]), int(row[1])
             except ValueError:
                 continue
-            if len(run.results) >= MAX_ROWS:
-                run.results_dropped += 1
-                continue
             names = _ROW_COLUMNS[self.result_kind]
-            run.results.append(ResultRow(line=number, kind=self.result_kind, size=size, iterations=iterations,
-                                         values={n: _number(v) for n, v in zip(names, row[2:])}, unit=unit))
+            self._stats_of(run).add(ResultRow(line=number, kind=self.result_kind, size=size, iterations=iterations,
+                                              values={n: _number(v) for n, v in zip(names, row[2:])}, unit=unit))
         run.last_line = number
+
+    def _stats_of(self, run: Run) -> RowStats:
+        stats = self._stats.get(id(run))
+        if stats is None:
+            stats = self._stats[id(run)] = RowStats()
+        return stats
+
+    def bulk_rows(self, number: int, chunk: bytes) -> bool:
+        """Lines `chunk` (whole lines, from line `number`) that are all result rows of the open table, added at
+        once; False, having added nothing, when they are not all plain rows of one width (the caller then reads
+        them line by line)."""
+        run, kind = self.current, self.result_kind
+        if run is None or kind is None or self.partner is not None or chunk.translate(None, _ROW_CHARS):
+            return False
+        marked = chunk.replace(b"\n", b" | ").split()
+        n = chunk.count(b"\n")
+        try:
+            k = marked.index(b"|")
+        except ValueError:
+            return False
+        width = _WIDTH[kind]
+        if k < 3 or (k >= 2 * width and k % width == 0) or len(marked) != n * (k + 1) \
+                or marked[k::k + 1].count(b"|") != n:
+            return False          # a blank line, lines of other widths, a flattened table: line by line
+        shape = chunk.translate(_SHAPE)
+        if shape.count(b".") != shape.count(b"0.0"):
+            return False          # a number perftest cannot print ("1.2.3", ".5", "5.")
+        cols = [marked[j::k + 1] for j in range(k)]
+        if not (b"".join(cols[0]).isdigit() and b"".join(cols[1]).isdigit()
+                and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10) or b"0" in {
+                t.lstrip(b"0") or b"0" for t in set(cols[0])}:
+            return False          # garbage rows (2^32 and beyond) and size 0: line by line
+        self._stats_of(run).add_columns(number, False, kind, self.result_unit, cols)
+        run.last_line = number + n - 1
+        return True
 
     def _on_message(self, number: int, item: Item, inline_side) -> None:
         m = item.data
@@ -271,6 +549,26 @@ class RunBuilder:
         if m.pattern.gen:
             run.messages[-1].fields.setdefault("gen", m.pattern.gen)
 
+    def token_rows(self, number: int, tokens: List[str], width: int) -> None:
+        """Rows of `width` numbers from a flattened table on line `number` (a line read in windows)."""
+        run, kind = self.current, self.result_kind
+        cols = [tokens[j::width] for j in range(width)]
+        if self.partner is None and run is not None and kind is not None and "".join(cols[0]).isdigit() \
+                and "".join(cols[1]).isdigit() and max(map(len, cols[0])) < 10 and max(map(len, cols[1])) < 10 \
+                and "0" not in {t.lstrip("0") or "0" for t in set(cols[0])} and _plain_numbers(tokens):
+            self._stats_of(run).add_columns(number, True, kind, self.result_unit, cols)
+            run.last_line = number
+            return
+        for i in range(0, len(tokens), width):
+            self.feed(number, (Item("numbers", tuple(tokens[i:i + width])),))
+
     def finish(self) -> List[Run]:
         self._close()
+        for run in self.runs:
+            stats = self._stats.get(id(run))
+            if stats is not None:
+                run.results = stats.rows()
+                run.results_dropped = stats.count - len(run.results)
+                run.row_summary = stats.summary()
+        self._stats.clear()
         return self.runs

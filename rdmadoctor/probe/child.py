@@ -46,8 +46,9 @@ class Child:
         self.events.put({"ev": "eof"})
 
     def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read(1024), b""):
+        stderr = self.proc.stderr
+        assert stderr is not None
+        for chunk in iter(lambda: stderr.read(1024), b""):
             self.stderr = (self.stderr + chunk)[-STDERR_KEEP:]
 
     def send(self, message: Dict[str, Any]) -> bool:

@@ -25,7 +25,7 @@ import select
 import socket
 import struct
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
 
 IP_RECVERR = 11
 SO_EE_ORIGIN_LOCAL, SO_EE_ORIGIN_ICMP = 1, 2
@@ -42,7 +42,7 @@ def _icmp_error(sock: socket.socket) -> Optional[Dict[str, Any]]:
         _, ancillary, _, _ = sock.recvmsg(512, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
     except OSError:
         return None
-    for level, kind, data in ancillary:
+    for level, _kind, data in ancillary:
         if level != socket.IPPROTO_IP or len(data) < 16:
             continue
         ee_errno, origin, icmp_type, icmp_code, _, _, _ = struct.unpack("=IBBBBII", data[:16])
@@ -84,30 +84,37 @@ def tcp_connect(host: str, port: int, timeout: float, source: Optional[str] = No
         except socket.timeout:
             out["state"] = "timeout"
         except OSError as exc:
-            out["errno"] = _errno.errorcode.get(exc.errno or 0, exc.errno)
-            icmp = _icmp_error(sock)
-            if icmp is not None:
-                out["icmp"] = icmp
-            if exc.errno == _errno.ECONNREFUSED:
-                out["state"] = "rejected" if icmp and icmp["origin"] == "icmp" else "refused"
-            elif exc.errno in (_errno.EHOSTUNREACH, _errno.ENETUNREACH, _errno.EACCES, _errno.EPERM):
-                if icmp and icmp["origin"] == "icmp" and icmp["code"] in FILTER_CODES:
-                    out["state"] = "rejected"
-                else:
-                    out["state"] = "unreachable"
-                    local = (icmp is None or icmp.get("from") in (None, source)
-                             or _is_local_address(icmp.get("from")))
-                    out["no_arp"] = exc.errno == _errno.EHOSTUNREACH and local
-            elif exc.errno == _errno.ETIMEDOUT:
-                out["state"] = "timeout"
-            else:
-                out["error"] = os.strerror(exc.errno) if exc.errno else str(exc)
+            out.update(_failed_connect(sock, exc, source))
     finally:
         out["seconds"] = round(time.monotonic() - started, 3)
         if not (keep and out["state"] == "open"):
             sock.close()
             sock = None  # type: ignore[assignment]
     return sock, out
+
+
+def _failed_connect(sock: socket.socket, exc: OSError, source: Optional[str]) -> Dict[str, Any]:
+    """What a failed connect says: refused by the peer, rejected by an ICMP error (a filter, often), no
+    route or no ARP answer, a timeout; the ICMP error queued on the socket, when there is one."""
+    out: Dict[str, Any] = {"errno": _errno.errorcode.get(exc.errno or 0, exc.errno)}
+    icmp = _icmp_error(sock)
+    if icmp is not None:
+        out["icmp"] = icmp
+    by_icmp = bool(icmp and icmp["origin"] == "icmp")
+    if exc.errno == _errno.ECONNREFUSED:
+        out["state"] = "rejected" if by_icmp else "refused"
+    elif exc.errno in (_errno.EHOSTUNREACH, _errno.ENETUNREACH, _errno.EACCES, _errno.EPERM):
+        if by_icmp and icmp is not None and icmp["code"] in FILTER_CODES:
+            out["state"] = "rejected"
+        else:
+            out["state"] = "unreachable"
+            local = (icmp is None or icmp.get("from") in (None, source) or _is_local_address(icmp.get("from")))
+            out["no_arp"] = exc.errno == _errno.EHOSTUNREACH and local
+    elif exc.errno == _errno.ETIMEDOUT:
+        out["state"] = "timeout"
+    else:
+        out["error"] = os.strerror(exc.errno) if exc.errno else str(exc)
+    return out
 
 
 def _is_local_address(address: Optional[str]) -> bool:
@@ -156,17 +163,10 @@ def _mac_of(ifname: str) -> Optional[bytes]:
 def arp_probe(ifname: str, source: str, target: str, timeout: float = 1.0) -> Dict[str, Any]:
     """One broadcast ARP request for target on ifname; {"state": "answered"|"silent"|"not-run", ...}."""
     started = time.monotonic()
-    if not hasattr(socket, "AF_PACKET"):
-        return {"state": "not-run", "why": "no AF_PACKET sockets on this platform"}
-    mac = _mac_of(ifname)
-    if ifname == "lo" or mac == b"\0" * 6:
-        return {"state": "not-run", "why": f"{ifname} is not an Ethernet link"}
-    if mac is None:
-        return {"state": "not-run", "why": f"{ifname} has no Ethernet address (not an Ethernet netdev)"}
-    try:
-        src_ip, dst_ip = socket.inet_aton(source), socket.inet_aton(target)
-    except OSError:
-        return {"state": "not-run", "why": "not IPv4 addresses"}
+    ready = _arp_ready(ifname, source, target)
+    if isinstance(ready, dict):
+        return ready
+    mac, src_ip, dst_ip = ready
     try:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
     except OSError as exc:
@@ -176,22 +176,41 @@ def arp_probe(ifname: str, source: str, target: str, timeout: float = 1.0) -> Di
         frame = (b"\xff" * 6 + mac + struct.pack("!H", 0x0806)
                  + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac + src_ip + b"\0" * 6 + dst_ip)
         sock.send(frame)
-        deadline = started + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return {"state": "silent", "seconds": round(time.monotonic() - started, 3)}
-            ready, _, _ = select.select([sock], [], [], left)
-            if not ready:
-                continue
-            data = sock.recv(128)
-            if len(data) < 42 or data[12:14] != b"\x08\x06":
-                continue
-            op = struct.unpack("!H", data[20:22])[0]
-            if op == 2 and data[28:32] == dst_ip:
-                sender = ":".join("%02x" % b for b in data[22:28])
-                return {"state": "answered", "mac": sender, "seconds": round(time.monotonic() - started, 3)}
+        return _arp_reply(sock, dst_ip, started, started + timeout)
     except OSError as exc:
         return {"state": "not-run", "why": f"ARP probe failed: {exc.strerror or exc}"}
     finally:
         sock.close()
+
+
+def _arp_ready(ifname: str, source: str, target: str) -> Union[Dict[str, Any], Tuple[bytes, bytes, bytes]]:
+    """(this link's MAC, source and target addresses as bytes), or why no ARP request can be sent."""
+    if not hasattr(socket, "AF_PACKET"):
+        return {"state": "not-run", "why": "no AF_PACKET sockets on this platform"}
+    mac = _mac_of(ifname)
+    if ifname == "lo" or mac == b"\0" * 6:
+        return {"state": "not-run", "why": f"{ifname} is not an Ethernet link"}
+    if mac is None:
+        return {"state": "not-run", "why": f"{ifname} has no Ethernet address (not an Ethernet netdev)"}
+    try:
+        return mac, socket.inet_aton(source), socket.inet_aton(target)
+    except OSError:
+        return {"state": "not-run", "why": "not IPv4 addresses"}
+
+
+def _arp_reply(sock: socket.socket, dst_ip: bytes, started: float, deadline: float) -> Dict[str, Any]:
+    """Waits for the target's ARP reply until the deadline."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return {"state": "silent", "seconds": round(time.monotonic() - started, 3)}
+        ready, _, _ = select.select([sock], [], [], left)
+        if not ready:
+            continue
+        data = sock.recv(128)
+        if len(data) < 42 or data[12:14] != b"\x08\x06":
+            continue
+        op = struct.unpack("!H", data[20:22])[0]
+        if op == 2 and data[28:32] == dst_ip:
+            sender = ":".join("%02x" % b for b in data[22:28])
+            return {"state": "answered", "mac": sender, "seconds": round(time.monotonic() - started, 3)}

@@ -24,9 +24,11 @@ import datetime as _dt
 import socket
 import threading
 import time
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT as PERFTEST_PORT
 from rdmadoctor.probe import protocol as proto
 from rdmadoctor.probe.agent_client import AgentFailure, AgentSession, connect as agent_connect
 from rdmadoctor.probe import child as child_mod
@@ -61,7 +63,7 @@ class ProbeOptions:
     agent_port: int = proto.DEFAULT_PORT
     token: Optional[bytes] = None
     perftest_port: Optional[int] = None       # also try a TCP connect to the peer's perftest port
-    facts_port: int = 18515                   # the perftest port the peer's facts are asked about
+    facts_port: int = PERFTEST_PORT           # the perftest port the peer's facts are asked about
     burst_seconds: float = 1.0
     deadlines: Dict[str, float] = field(default_factory=lambda: dict(DEADLINES))
     tcp_timeout: float = TCP_TIMEOUT
@@ -198,8 +200,8 @@ class Probe:
         if exc.code in BAD_ANSWER_CODES and "bad_answer" not in self.data["agent"]:
             self.data["agent"]["bad_answer"] = f"{exc.code}: {exc.message}"
 
-    def perftest_thread(self) -> None:
-        _, outcome = reach.tcp_connect(self.opts.peer, int(self.opts.perftest_port), self.opts.tcp_timeout,
+    def perftest_thread(self, port: int) -> None:
+        _, outcome = reach.tcp_connect(self.opts.peer, int(port), self.opts.tcp_timeout,
                                        source=self.source.get("address"))
         outcome["role"] = "perftest"
         with self.lock:
@@ -249,7 +251,8 @@ class Probe:
 
     def connect(self, child: child_mod.Child, agent: bool) -> None:
         opts = self.opts
-        port = int(self.listen.get("rdma_port")) if agent and self.listen else opts.agent_port + 1
+        rdma_port: Any = (self.listen or {}).get("rdma_port")
+        port = int(rdma_port) if agent and self.listen else opts.agent_port + 1
         dst = (self.listen or {}).get("address") if agent else None
         instr = {"op": "connect", "dst": dst or opts.peer, "src": None, "port": port, "exchange": agent,
                  "nonce": (self.listen or {}).get("nonce") if agent else None, "burst_seconds": opts.burst_seconds}
@@ -269,32 +272,39 @@ class Probe:
                 self.timeout(phase, started, cm, exchange)
                 child.kill()
                 break
-            kind = event.get("ev")
-            if kind == "phase":
+            if event.get("ev") == "phase":
                 phase = event.get("phase") or "?"
                 started = time.monotonic()
                 deadline = started + opts.deadlines.get(phase, 5.0) + (
                     opts.burst_seconds if phase == "burst" else 0.0)
-            elif kind in ("addr", "route", "setup", "connect"):
-                cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"rdma_cm {kind}: {event.get('state')}")
-            elif kind == "op":
-                exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
-                exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
-            elif kind == "exchange":
-                exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
-                self.data["exchange"] = exchange
-                self.mark(f"exchange: {event.get('state')}")
-            elif kind == "burst":
-                self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
-                self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
-            elif kind == "error":
-                cm["error"] = event.get("error")
-            elif kind in ("idle", "eof", "fatal", "exit"):
-                if kind != "idle":
-                    cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
-                                                                  f"{child.stderr_tail() or 'no output'}")
+            elif self.record(event, cm, exchange, child):
                 break
+
+    def record(self, event: Dict[str, Any], cm: Dict[str, Any], exchange: Dict[str, Any],
+               child: child_mod.Child) -> bool:
+        """Keeps what one event of the verbs child says; True when the child is done with the instruction."""
+        kind = event.get("ev")
+        if kind in ("addr", "route", "setup", "connect"):
+            cm[kind] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"rdma_cm {kind}: {event.get('state')}")
+        elif kind == "op":
+            exchange["ops"][event.get("op")] = "ok" if event.get("ok") else "failed"
+            exchange["seconds"] = round(exchange["seconds"] + (event.get("seconds") or 0.0), 3)
+        elif kind == "exchange":
+            exchange.update({k: v for k, v in event.items() if k not in ("ev", "t", "ops")})
+            self.data["exchange"] = exchange
+            self.mark(f"exchange: {event.get('state')}")
+        elif kind == "burst":
+            self.data["burst"] = {k: v for k, v in event.items() if k not in ("ev", "t")}
+            self.mark(f"burst: {event.get('state')} {event.get('gbps')} Gb/s")
+        elif kind == "error":
+            cm["error"] = event.get("error")
+        elif kind in ("idle", "eof", "fatal", "exit"):
+            if kind != "idle":
+                cm.setdefault("error", event.get("error") or f"the verbs child ended ({kind}): "
+                                                              f"{child.stderr_tail() or 'no output'}")
+            return True
+        return False
 
     def timeout(self, phase: str, started: float, cm: Dict[str, Any], exchange: Dict[str, Any]) -> None:
         seconds = round(time.monotonic() - started, 3)
@@ -316,7 +326,8 @@ class Probe:
         threads: List[threading.Thread] = [threading.Thread(target=self.agent_thread, daemon=True,
                                                             name="rdmadoctor-probe-agent")]
         if self.opts.perftest_port:
-            threads.append(threading.Thread(target=self.perftest_thread, daemon=True, name="rdmadoctor-probe-tcp"))
+            threads.append(threading.Thread(target=self.perftest_thread, args=(self.opts.perftest_port,), daemon=True,
+                                            name="rdmadoctor-probe-tcp"))
         for t in threads:
             t.start()
         try:

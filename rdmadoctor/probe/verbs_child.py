@@ -37,6 +37,7 @@ import os
 import struct
 import sys
 import time
+from typing import Any, Dict  # noqa: F401 - named in type comments (this file runs on the system's Python)
 
 T0 = time.monotonic()
 
@@ -158,7 +159,7 @@ def device_of(cmid):
 
 
 def read_counters(dev, port):
-    out = {}
+    out = {}  # type: Dict[str, Dict[str, int]]
     if not dev or not port:
         return out
     for kind in ("counters", "hw_counters"):
@@ -199,6 +200,15 @@ def completion(wc, what):
 
 # -- client ---------------------------------------------------------------------------------------------------
 
+def close_all(*objs):
+    for obj in objs:
+        try:
+            if obj is not None:
+                obj.close()
+        except Exception:   # noqa: BLE001 - teardown must not hide the result
+            pass
+
+
 class Client(object):
     def __init__(self, verbs):
         self.v = verbs
@@ -212,56 +222,68 @@ class Client(object):
         try:
             channel = v.CMEventChannel()
             cid = v.CMID(creator=channel, port_space=RDMA_PS_TCP)
-            got = self.cm_event(channel, "addr", lambda: cid.resolve_addr(
-                v.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=RDMA_PS_TCP), ADDR_TIMEOUT_MS))
-            if got is None:
+            route = self.resolve(channel, cid, dst, src, port)
+            if route is None:
                 return
-            kind, name, seconds = got
-            emit("addr", state="resolved" if kind == 0 else "error", event=name, seconds=seconds)
-            if kind != 0:
-                return
-            got = self.cm_event(channel, "route", lambda: cid.resolve_route(ROUTE_TIMEOUT_MS))
-            if got is None:
-                return
-            kind, name, seconds = got
-            if kind != 2:
-                emit("route", state="error", event=name, seconds=seconds)
-                return
-            dev, ib_port = device_of(cid)
-            emit("route", state="resolved", event=name, device=dev, port=ib_port, seconds=seconds)
-            emit("phase", phase="setup")
-            t = time.monotonic()
-            try:
-                cid.create_qp(init_attr(v))
-                mrs = self.register(cid) if exchange else None
-                if mrs is not None:
-                    cid.post_recv(mrs["info"])
-                    cid.post_recv(mrs["verdict"])
-            except v.Error as exc:
-                emit("setup", state="error", seconds=round(time.monotonic() - t, 3), **error_fields(exc))
-                return
-            emit("setup", state="ok", seconds=round(time.monotonic() - t, 3))
-            got = self.cm_event(channel, "connect", lambda: cid.connect(conn_param(v)))
-            if got is None:
-                return
-            kind, name, seconds = got
-            emit("connect", state=CONNECT_STATE.get(kind, "error"), event=name, seconds=seconds)
-            if kind != 9:
-                return
-            if mrs is not None:
-                if self.exchange(cid, mrs, nonce):
-                    self.burst(cid, mrs, float(instr.get("burst_seconds") or 1.0), dev, ib_port)
-            try:
-                cid.disconnect()
-            except v.Error:
-                pass
+            ok, mrs = self.setup(cid, exchange)
+            if ok:
+                self.session(channel, cid, mrs, nonce, instr.get("burst_seconds"), route)
         finally:
-            for obj in (cid, channel):
-                try:
-                    if obj is not None:
-                        obj.close()
-                except Exception:   # noqa: BLE001 - teardown must not hide the result
-                    pass
+            close_all(cid, channel)
+
+    def resolve(self, channel, cid, dst, src, port):
+        """Phases addr and route: (device, port) of the route, or None when either failed."""
+        v = self.v
+        got = self.cm_event(channel, "addr", lambda: cid.resolve_addr(
+            v.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=RDMA_PS_TCP), ADDR_TIMEOUT_MS))
+        if got is None:
+            return None
+        kind, name, seconds = got
+        emit("addr", state="resolved" if kind == 0 else "error", event=name, seconds=seconds)
+        if kind != 0:
+            return None
+        got = self.cm_event(channel, "route", lambda: cid.resolve_route(ROUTE_TIMEOUT_MS))
+        if got is None:
+            return None
+        kind, name, seconds = got
+        if kind != 2:
+            emit("route", state="error", event=name, seconds=seconds)
+            return None
+        dev, ib_port = device_of(cid)
+        emit("route", state="resolved", event=name, device=dev, port=ib_port, seconds=seconds)
+        return dev, ib_port
+
+    def setup(self, cid, exchange):
+        """Phase setup: the QP and, for an exchange, the registered buffers. (ok, buffers or None)."""
+        emit("phase", phase="setup")
+        t = time.monotonic()
+        try:
+            cid.create_qp(init_attr(self.v))
+            mrs = self.register(cid) if exchange else None
+            if mrs is not None:
+                cid.post_recv(mrs["info"])
+                cid.post_recv(mrs["verdict"])
+        except self.v.Error as exc:
+            emit("setup", state="error", seconds=round(time.monotonic() - t, 3), **error_fields(exc))
+            return False, None
+        emit("setup", state="ok", seconds=round(time.monotonic() - t, 3))
+        return True, mrs
+
+    def session(self, channel, cid, mrs, nonce, burst_seconds, route):
+        """Phase connect, then with buffers the exchange and the burst."""
+        got = self.cm_event(channel, "connect", lambda: cid.connect(conn_param(self.v)))
+        if got is None:
+            return
+        kind, name, seconds = got
+        emit("connect", state=CONNECT_STATE.get(kind, "error"), event=name, seconds=seconds)
+        if kind != 9:
+            return
+        if mrs is not None and self.exchange(cid, mrs, nonce):
+            self.burst(cid, mrs, float(burst_seconds or 1.0), *route)
+        try:
+            cid.disconnect()
+        except self.v.Error:
+            pass
 
     def cm_event(self, channel, phase, call):
         """Starts one rdma_cm step and waits for its event: (event kind, event name, seconds), or None when
@@ -295,63 +317,14 @@ class Client(object):
         return result, failure
 
     def exchange(self, cid, mrs, nonce):
-        a = pattern(nonce, b"A-write", EXCHANGE_BYTES)
-        b = pattern(nonce, b"B-read", EXCHANGE_BYTES)
-        c = pattern(nonce, b"C-send", SEND_BYTES)
-        report = {"ops": {}, "state": "passed"}
-
-        def info():
-            fail = completion(cid.get_recv_comp(), "recv info")
-            if fail:
-                return None, fail
-            fields = INFO.unpack(mrs["info"].read(INFO.size, 0))
-            if fields[0] != MAGIC_INFO or fields[1] != nonce:
-                return None, {"op": "info", "mismatch": "the listener's INFO message is not for this session"}
-            return fields, None
-
-        fields, fail = self.step("info", info)
+        report = {"ops": {}, "state": "passed"}  # type: Dict[str, Any]
+        ex = Exchange(cid, mrs, nonce)
+        fields, fail = self.step("info", ex.info)
         if fail:
             return self.done(report, "info", fail)
-        _, _, w_addr, w_rkey, w_len, r_addr, r_rkey, r_len, b_addr, b_rkey, b_len = fields
-        self.burst_target = (b_addr, b_rkey, b_len)
-
-        def write():
-            mrs["write"].write(a, EXCHANGE_BYTES)
-            cid.post_write(mrs["write"], EXCHANGE_BYTES, w_addr, w_rkey, IBV_SEND_SIGNALED)
-            return None, completion(cid.get_send_comp(), "rdma write")
-
-        def read():
-            cid.post_read(mrs["read"], EXCHANGE_BYTES, r_addr, r_rkey, IBV_SEND_SIGNALED)
-            fail = completion(cid.get_send_comp(), "rdma read")
-            if fail:
-                return None, fail
-            got = mrs["read"].read(EXCHANGE_BYTES, 0)
-            at = first_difference(got, b)
-            if at is not None:
-                return None, {"op": "rdma read", "mismatch": "byte %d of %d differs" % (at, EXCHANGE_BYTES)}
-            return None, None
-
-        def send():
-            mrs["send"].write(MAGIC_DONE + c, len(MAGIC_DONE) + SEND_BYTES)
-            cid.post_send(mrs["send"], IBV_SEND_SIGNALED, len(MAGIC_DONE) + SEND_BYTES)
-            return None, completion(cid.get_send_comp(), "send")
-
-        def verdict():
-            fail = completion(cid.get_recv_comp(), "recv verdict")
-            if fail:
-                return None, fail
-            raw = mrs["verdict"].read(MSG_BYTES, 0)
-            if not raw.startswith(MAGIC_VERDICT):
-                return None, {"op": "verdict", "mismatch": "the listener's verdict message is garbled"}
-            body = json.loads(raw[len(MAGIC_VERDICT):].split(b"\0", 1)[0].decode())
-            bad = [k for k in ("write", "send") if body.get(k) != "ok"]
-            if bad:
-                return body, {"op": "rdma " + bad[0] if bad[0] == "write" else bad[0],
-                              "mismatch": "the listener found %s" % "; ".join(
-                                  "%s: %s" % (k, body.get(k)) for k in bad)}
-            return body, None
-
-        for name, fn in (("write", write), ("read", read), ("send", send), ("verdict", verdict)):
+        ex.remote = fields
+        self.burst_target = fields[8:11]
+        for name, fn in (("write", ex.write), ("read", ex.read), ("send", ex.send), ("verdict", ex.verdict)):
             _, fail = self.step(name, fn)
             report["ops"][name] = "ok" if fail is None else "failed"
             if fail:
@@ -409,6 +382,62 @@ class Client(object):
         emit("burst", **report)
 
 
+class Exchange(object):
+    """The client's side of the exchange, one step a method: each returns (result, failure or None)."""
+
+    def __init__(self, cid, mrs, nonce):
+        self.cid, self.mrs, self.nonce = cid, mrs, nonce
+        self.remote = None  # type: Any  # the listener's INFO: its buffers' addresses, rkeys and lengths
+
+    def info(self):
+        fail = completion(self.cid.get_recv_comp(), "recv info")
+        if fail:
+            return None, fail
+        fields = INFO.unpack(self.mrs["info"].read(INFO.size, 0))
+        if fields[0] != MAGIC_INFO or fields[1] != self.nonce:
+            return None, {"op": "info", "mismatch": "the listener's INFO message is not for this session"}
+        return fields, None
+
+    def write(self):
+        w_addr, w_rkey = self.remote[2], self.remote[3]
+        self.mrs["write"].write(pattern(self.nonce, b"A-write", EXCHANGE_BYTES), EXCHANGE_BYTES)
+        self.cid.post_write(self.mrs["write"], EXCHANGE_BYTES, w_addr, w_rkey, IBV_SEND_SIGNALED)
+        return None, completion(self.cid.get_send_comp(), "rdma write")
+
+    def read(self):
+        r_addr, r_rkey = self.remote[5], self.remote[6]
+        self.cid.post_read(self.mrs["read"], EXCHANGE_BYTES, r_addr, r_rkey, IBV_SEND_SIGNALED)
+        fail = completion(self.cid.get_send_comp(), "rdma read")
+        if fail:
+            return None, fail
+        at = first_difference(self.mrs["read"].read(EXCHANGE_BYTES, 0), pattern(self.nonce, b"B-read",
+                                                                                EXCHANGE_BYTES))
+        if at is not None:
+            return None, {"op": "rdma read", "mismatch": "byte %d of %d differs" % (at, EXCHANGE_BYTES)}
+        return None, None
+
+    def send(self):
+        c = pattern(self.nonce, b"C-send", SEND_BYTES)
+        self.mrs["send"].write(MAGIC_DONE + c, len(MAGIC_DONE) + SEND_BYTES)
+        self.cid.post_send(self.mrs["send"], IBV_SEND_SIGNALED, len(MAGIC_DONE) + SEND_BYTES)
+        return None, completion(self.cid.get_send_comp(), "send")
+
+    def verdict(self):
+        fail = completion(self.cid.get_recv_comp(), "recv verdict")
+        if fail:
+            return None, fail
+        raw = self.mrs["verdict"].read(MSG_BYTES, 0)
+        if not raw.startswith(MAGIC_VERDICT):
+            return None, {"op": "verdict", "mismatch": "the listener's verdict message is garbled"}
+        body = json.loads(raw[len(MAGIC_VERDICT):].split(b"\0", 1)[0].decode())
+        bad = [k for k in ("write", "send") if body.get(k) != "ok"]
+        if bad:
+            return body, {"op": "rdma " + bad[0] if bad[0] == "write" else bad[0],
+                          "mismatch": "the listener found %s" % "; ".join(
+                              "%s: %s" % (k, body.get(k)) for k in bad)}
+        return body, None
+
+
 def client_main(verbs):
     client = Client(verbs)
     for line in sys.stdin:
@@ -432,89 +461,107 @@ def client_main(verbs):
 
 # -- server (the agent's listener) -----------------------------------------------------------------------------
 
-def server_main(verbs, args):
-    v = verbs
-    bind, port = args["bind"], int(args["port"])
-    nonce = bytes.fromhex(args["nonce"])
-    channel = v.CMEventChannel()
-    lid = v.CMID(creator=channel, port_space=RDMA_PS_TCP)
-    child = None
-    try:
+class Listener(object):
+    """The agent's listener: one rdma_cm listening ID, the one connection it accepts, their event channel."""
+
+    def __init__(self, verbs, nonce):
+        self.v, self.nonce = verbs, nonce
+        self.channel = verbs.CMEventChannel()
+        self.lid = verbs.CMID(creator=self.channel, port_space=RDMA_PS_TCP)
+        self.child = None  # type: Any
+
+    def close(self):
+        close_all(self.child, self.lid, self.channel)
+
+    def listen(self, bind, port):
+        v = self.v
         try:
-            lid.bind_addr(v.AddrInfo(src=bind, src_service=str(port), port_space=RDMA_PS_TCP, flags=RAI_PASSIVE))
-            lid.listen(1)
+            self.lid.bind_addr(v.AddrInfo(src=bind, src_service=str(port), port_space=RDMA_PS_TCP,
+                                          flags=RAI_PASSIVE))
+            self.lid.listen(1)
         except v.Error as exc:
             emit("listen", state="error", **error_fields(exc))
-            return
-        dev, ib_port = device_of(lid)
+            return False
+        dev, ib_port = device_of(self.lid)
         emit("listen", state="listening", address=bind, port=port, device=dev, ib_port=ib_port)
-        while True:
-            ev = v.CMEvent(channel)
-            kind = int(ev.event_type)
-            if kind == 4:
-                child = v.CMID(creator=ev, listen_id=lid)
-                ev.ack_cm_event()
-                break
+        return True
+
+    def accept(self):
+        """Waits for a CONNECT_REQUEST, sets up the QP and buffers, accepts; the buffers, or None when the
+        connection was not established."""
+        v = self.v
+        while self.child is None:
+            ev = v.CMEvent(self.channel)
+            if int(ev.event_type) == 4:
+                self.child = v.CMID(creator=ev, listen_id=self.lid)
             ev.ack_cm_event()
         emit("request")
+        child = self.child
         child.create_qp(init_attr(v))
-        a = pattern(nonce, b"A-write", EXCHANGE_BYTES)
-        b = pattern(nonce, b"B-read", EXCHANGE_BYTES)
-        c = pattern(nonce, b"C-send", SEND_BYTES)
-        target, source = child.reg_write(EXCHANGE_BYTES), child.reg_read(EXCHANGE_BYTES)
-        burst = child.reg_write(BURST_REGION)
-        recv1, recv2 = child.reg_msgs(MSG_BYTES), child.reg_msgs(MSG_BYTES)
-        info, verdict = child.reg_msgs(MSG_BYTES), child.reg_msgs(MSG_BYTES)
-        source.write(b, EXCHANGE_BYTES)
-        child.post_recv(recv1)
-        child.post_recv(recv2)
+        bufs = {"target": child.reg_write(EXCHANGE_BYTES), "source": child.reg_read(EXCHANGE_BYTES),
+                "burst": child.reg_write(BURST_REGION)}
+        bufs["recv1"], bufs["recv2"] = child.reg_msgs(MSG_BYTES), child.reg_msgs(MSG_BYTES)
+        bufs["info"], bufs["verdict"] = child.reg_msgs(MSG_BYTES), child.reg_msgs(MSG_BYTES)
+        bufs["source"].write(pattern(self.nonce, b"B-read", EXCHANGE_BYTES), EXCHANGE_BYTES)
+        child.post_recv(bufs["recv1"])
+        child.post_recv(bufs["recv2"])
         child.accept(conn_param(v))
         kind = -1
         while kind != 9:
-            ev = v.CMEvent(channel)
+            ev = v.CMEvent(self.channel)
             kind = int(ev.event_type)
             ev.ack_cm_event()
             if kind in (6, 7, 8, 10, 11):
                 emit("established", state="error", event=EVENTS.get(kind, str(kind)))
-                return
-        dev, ib_port = device_of(child)
-        emit("established", state="ok", device=dev, ib_port=ib_port)
-        before = read_counters(dev, ib_port)
-        message = INFO.pack(MAGIC_INFO, nonce, target.buf, target.rkey, EXCHANGE_BYTES, source.buf, source.rkey,
-                            EXCHANGE_BYTES, burst.buf, burst.rkey, BURST_REGION)
-        info.write(message, len(message))
-        child.post_send(info, IBV_SEND_SIGNALED, len(message))
-        fail = completion(child.get_send_comp(), "send info")
-        if fail:
-            emit("exchange", state="failed", failure=fail)
-            return
-        fail = completion(child.get_recv_comp(), "recv done")
-        if fail:
-            emit("exchange", state="failed", failure=fail)
-            return
-        raw = recv1.read(len(MAGIC_DONE) + SEND_BYTES, 0)
+                return None
+        return bufs
+
+    def send_info(self, bufs):
+        child, target, source, burst = self.child, bufs["target"], bufs["source"], bufs["burst"]
+        message = INFO.pack(MAGIC_INFO, self.nonce, target.buf, target.rkey, EXCHANGE_BYTES, source.buf,
+                            source.rkey, EXCHANGE_BYTES, burst.buf, burst.rkey, BURST_REGION)
+        bufs["info"].write(message, len(message))
+        child.post_send(bufs["info"], IBV_SEND_SIGNALED, len(message))
+        return completion(child.get_send_comp(), "send info")
+
+    def checks(self, bufs):
+        """What the client wrote and sent, checked byte for byte."""
+        raw = bufs["recv1"].read(len(MAGIC_DONE) + SEND_BYTES, 0)
         checks = {"write": "ok", "send": "ok"}
-        at = first_difference(target.read(EXCHANGE_BYTES, 0), a)
+        at = first_difference(bufs["target"].read(EXCHANGE_BYTES, 0), pattern(self.nonce, b"A-write",
+                                                                              EXCHANGE_BYTES))
         if at is not None:
             checks["write"] = "byte %d of %d differs" % (at, EXCHANGE_BYTES)
         if not raw.startswith(MAGIC_DONE):
             checks["send"] = "not the DONE message"
         else:
-            at = first_difference(raw[len(MAGIC_DONE):], c)
+            at = first_difference(raw[len(MAGIC_DONE):], pattern(self.nonce, b"C-send", SEND_BYTES))
             if at is not None:
                 checks["send"] = "byte %d of %d differs" % (at, SEND_BYTES)
+        return checks
+
+    def exchange(self, bufs):
+        """The listener's side of the exchange; True when the verdict was sent."""
+        child = self.child
+        fail = self.send_info(bufs) or completion(child.get_recv_comp(), "recv done")
+        if fail:
+            emit("exchange", state="failed", failure=fail)
+            return False
+        checks = self.checks(bufs)
         body = MAGIC_VERDICT + json.dumps(checks).encode() + b"\0"
-        verdict.write(body, len(body))
-        child.post_send(verdict, IBV_SEND_SIGNALED, len(body))
+        bufs["verdict"].write(body, len(body))
+        child.post_send(bufs["verdict"], IBV_SEND_SIGNALED, len(body))
         fail = completion(child.get_send_comp(), "send verdict")
         emit("exchange", state="passed" if checks == {"write": "ok", "send": "ok"} else "mismatch", checks=checks,
              failure=fail)
-        if fail:
-            return
-        fail = completion(child.get_recv_comp(), "recv burst-done")
+        return fail is None
+
+    def burst(self, bufs, dev, ib_port, before):
+        """Waits for the client's BURST_DONE; the counters moved meanwhile, and what the client says it sent."""
+        fail = completion(self.child.get_recv_comp(), "recv burst-done")
         after = read_counters(dev, ib_port)
         told = {}
-        raw = recv2.read(MSG_BYTES, 0)
+        raw = bufs["recv2"].read(MSG_BYTES, 0)
         if fail is None and raw.startswith(MAGIC_BURST):
             try:
                 told = json.loads(raw[len(MAGIC_BURST):].split(b"\0", 1)[0].decode())
@@ -522,15 +569,26 @@ def server_main(verbs, args):
                 told = {}
         emit("burst", state="failed" if fail else "passed", failure=fail, device=dev, port=ib_port,
              deltas=deltas(before, after), told=told)
-    except v.Error as exc:
+
+
+def server_main(verbs, args):
+    bind, port = args["bind"], int(args["port"])
+    listener = Listener(verbs, bytes.fromhex(args["nonce"]))
+    try:
+        if not listener.listen(bind, port):
+            return
+        bufs = listener.accept()
+        if bufs is None:
+            return
+        dev, ib_port = device_of(listener.child)
+        emit("established", state="ok", device=dev, ib_port=ib_port)
+        before = read_counters(dev, ib_port)
+        if listener.exchange(bufs):
+            listener.burst(bufs, dev, ib_port, before)
+    except verbs.Error as exc:
         emit("error", **error_fields(exc))
     finally:
-        for obj in (child, lid, channel):
-            try:
-                if obj is not None:
-                    obj.close()
-            except Exception:   # noqa: BLE001
-                pass
+        listener.close()
 
 
 def main(argv):

@@ -90,12 +90,7 @@ def _bars(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optional
     left, right, top, row_h = 16, 24, 34, 52
     plot_w = WIDTH - left - right
     vmax = max(max(p.get("high") or p["value"], p["value"]) for _, p, _ in rows)
-    if rate and rate >= vmax:          # the link rate is the scale: a full bar is line rate
-        scale_top = rate
-        ticks = [t for t in nice_ticks(rate, 4) if t <= rate + 1e-9]
-    else:
-        ticks = nice_ticks(max(vmax, rate or 0) * 1.05, 4)
-        scale_top = ticks[-1]
+    scale_top, ticks = _bar_scale(vmax, rate)
     height = top + row_h * len(rows) + 40
     what = WHAT.get(kind, kind)
     desc = "; ".join(f"{label}: {fmt(p['value'])} {unit}" for label, p, _ in rows)
@@ -118,9 +113,6 @@ def _bars(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optional
     for i, (label, p, color) in enumerate(rows):
         y = top + i * row_h
         value = p["value"]
-        extra = ""
-        if rate:
-            extra = f"  ({100 * value / rate:.0f}% of link)"
         out.append(_text(left, y + 12, label, size=13, fill="#1e293b", weight="600"))
         bar_y = y + 19
         out.append(f'<rect x="{left}" y="{bar_y}" width="{plot_w}" height="16" rx="3" fill="#f1f5f9"/>')
@@ -131,14 +123,27 @@ def _bars(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optional
             hx = x_of(p["high"])
             out.append(f'<line x1="{hx:.1f}" y1="{bar_y - 3}" x2="{hx:.1f}" y2="{bar_y + 19}" stroke="{color}" '
                        f'stroke-width="2"/>')
-        caption = f"{fmt(value)} {unit}"
-        if p.get("high") is not None and fmt(p["high"]) != fmt(value):
-            caption += f" · {p.get('high_label', 'peak')} {fmt(p['high'])}"
-        if p.get("low") is not None and fmt(p["low"]) != fmt(value):
-            caption += f" · {p.get('low_label', 'min')} {fmt(p['low'])}"
-        out.append(_text(WIDTH - right, y + 12, caption + extra, anchor="end", size=12, fill="#334155"))
+        out.append(_text(WIDTH - right, y + 12, _bar_caption(p, unit, rate), anchor="end", size=12, fill="#334155"))
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _bar_scale(vmax: float, rate: Optional[float]) -> Tuple[float, List[float]]:
+    """(the value a full bar stands for, the ticks)."""
+    if rate and rate >= vmax:          # the link rate is the scale: a full bar is line rate
+        return rate, [t for t in nice_ticks(rate, 4) if t <= rate + 1e-9]
+    ticks = nice_ticks(max(vmax, rate or 0) * 1.05, 4)
+    return ticks[-1], ticks
+
+
+def _bar_caption(p: Dict[str, Any], unit: str, rate: Optional[float]) -> str:
+    value = p["value"]
+    caption = f"{fmt(value)} {unit}"
+    if p.get("high") is not None and fmt(p["high"]) != fmt(value):
+        caption += f" · {p.get('high_label', 'peak')} {fmt(p['high'])}"
+    if p.get("low") is not None and fmt(p["low"]) != fmt(value):
+        caption += f" · {p.get('low_label', 'min')} {fmt(p['low'])}"
+    return caption + (f"  ({100 * value / rate:.0f}% of link)" if rate else "")
 
 
 def _lines(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optional[float], sizes: List[int],
@@ -197,7 +202,7 @@ def _lines(series: Sequence[Dict[str, Any]], kind: str, unit: str, rate: Optiona
                    f'stroke-linejoin="round"/>')
         for p in pts:
             out.append(f'<circle cx="{x_of(p["size"]):.1f}" cy="{y_of(p["value"]):.1f}" r="3.2" fill="#fff" '
-                       f'stroke="{color}" stroke-width="2"><title>{escape(s["label"])}, {escape(human_size(p["size"]))}: '
-                       f'{escape(fmt(p["value"]))} {escape(unit)}</title></circle>')
+                       f'stroke="{color}" stroke-width="2"><title>{escape(s["label"])}, '
+                       f'{escape(human_size(p["size"]))}: {escape(fmt(p["value"]))} {escape(unit)}</title></circle>')
     out.append("</svg>")
     return Markup("".join(out))

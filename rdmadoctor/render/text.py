@@ -1,72 +1,159 @@
-"""The terminal view: the verdict first, then each finding with its evidence and fix commands.
+"""The terminal view: the verdict first, then the ladder, then each finding with its evidence and fix commands.
 
-Every string shown comes from outside in the end (a log line, a facts file, a peer agent's answer), so each
-goes through _t (runtime/text.printable: ESC, C1 and bidirectional controls shown as escapes, never sent to
-the terminal) and into a rich Text, never into a markup string ("[link=...]" in a log stays text)."""
+Every line fits the width: the terminal's, or 80 columns in a pipe (always the same, so a script sees the same
+text every time); a long line wraps at blanks under a hanging indent, and a word is never split (a command or a
+path longer than the width stands alone on its line). Chinese text wraps between characters, by display width.
+When the output's encoding cannot carry the marks (✓ ✗ → • …), ASCII ones are used.
+
+Every string shown comes from outside in the end (a log line, a facts file, a peer agent's answer), so each goes
+through runtime/text.printable (ESC, C1 and bidirectional controls shown as escapes, never sent to the terminal)
+and into a rich Text, never into a markup string ("[link=...]" in a log stays text).
+"""
 from __future__ import annotations
 
-from typing import List
+import re
+from typing import Dict, Iterator, List, Optional, Tuple
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
+from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Diagnosis, Finding
 from rdmadoctor.runtime.text import printable
+
+PIPE_WIDTH = 80
+UNICODE_MARKS = {"pass": "[✓]", "fail": "[✗]", "warn": "[!]", "info": "[i]", "skip": "[-]", "unseen": "[?]",
+                 "arrow": "→", "bullet": "•", "back": "←", "more": "…", "dash": "—"}
+ASCII_MARKS = {"pass": "[ok]", "fail": "[x]", "warn": "[!]", "info": "[i]", "skip": "[-]", "unseen": "[?]",
+               "arrow": "->", "bullet": "*", "back": "<-", "more": "...", "dash": "-"}
+STATUS_STYLE = {"ok": "bold green", "warning": "bold yellow", "failure": "bold red", "unknown": "bold magenta"}
+SEVERITY = {"fail": ("fail", "red"), "warn": ("warn", "yellow"), "info": ("info", "cyan")}
+RUNG = {"passed": ("pass", "green"), "failed": ("fail", "red"), "warning": ("warn", "yellow"),
+        "skipped": ("skip", "dim"), "not-inspected": ("unseen", "magenta")}
+_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_TOKENS = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]|[^\s\u1100-\u11ff\u2e80-"
+                     r"\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+|\s+")
+
+
+_NO_LINE_START = frozenset("，。、；：）」』！？”’》】〉")
 
 
 def _t(value: object, keep_newlines: bool = False) -> str:
     return printable("" if value is None else value, keep_newlines)
 
-STATUS_STYLE = {"ok": ("OK", "bold green"), "warning": ("WARNING", "bold yellow"),
-                "failure": ("FAILURE", "bold red"), "unknown": ("UNKNOWN", "bold magenta")}
-SEVERITY_GLYPH = {"fail": ("[✗]", "red"), "warn": ("[!]", "yellow"), "info": ("[i]", "cyan")}
-RUNG_GLYPH = {"passed": ("[✓]", "green"), "failed": ("[✗]", "red"), "warning": ("[!]", "yellow"),
-              "skipped": ("[-]", "dim"), "not-inspected": ("[?]", "magenta")}
+
+def marks_for(encoding: Optional[str]) -> Dict[str, str]:
+    """The Unicode marks when the output's encoding can carry them, else ASCII ones (GBK, latin-1, ascii)."""
+    try:
+        "".join(UNICODE_MARKS.values()).encode(encoding or "ascii")
+        return UNICODE_MARKS
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_MARKS
 
 
-def _runs_line(d: Diagnosis) -> str:
+def wrap(text: str, width: int, first: str = "", rest: Optional[str] = None) -> List[str]:
+    """`text` in lines of at most `width` display cells: `first` before the first line, `rest` (default: blanks
+    as wide as `first`) before the others. Breaks at blanks and between Chinese characters, never inside a word."""
+    rest = " " * cell_len(first) if rest is None else rest
+    lines: List[str] = []
+    line, used, prefix = "", cell_len(first), first
+    for token in _TOKENS.findall(text.replace("\n", " ")):
+        if token.isspace():
+            if line:
+                line += " "
+                used += 1
+            continue
+        size = cell_len(token)
+        # Chinese closing punctuation never starts a line: it stays with the character before it
+        if line and used + size > width and line.strip() and token not in _NO_LINE_START:
+            lines.append(prefix + line.rstrip())
+            prefix, line, used = rest, "", cell_len(rest)
+        line += token
+        used += size
+    if line.strip() or not lines:
+        lines.append(prefix + line.rstrip())
+    return lines
+
+
+class _Out:
+    """Prints wrapped lines through rich (for colour), never letting rich wrap or split them itself."""
+
+    def __init__(self, console: Console, lang: Optional[str]):
+        self.console = console
+        self.width = console.width if console.is_terminal else PIPE_WIDTH
+        self.marks = marks_for(console.encoding)
+        self.lang = lang
+
+    def say(self, key: str, **values: object) -> str:
+        return say(key, self.lang, **values)
+
+    def line(self, text: str, style: str = "", first: str = "", rest: Optional[str] = None,
+             head: Optional[Tuple[str, str]] = None) -> None:
+        """One logical line: `head` (text, style) printed before `text` on its first line, in `first`'s place."""
+        lead = first + (head[0] if head else "")
+        if head and cell_len(lead) > self.width * 2 // 3:
+            # a long head (a file name and line) stands on its own line; the text follows under it
+            self.console.print(Text(first) + Text(head[0].rstrip(), style=head[1]), soft_wrap=True,
+                               overflow="ignore", crop=False)
+            indent = " " * cell_len(rest if rest is not None else first + "    ")
+            self.line(text, style, indent, indent)
+            return
+        for i, piece in enumerate(wrap(text, self.width, lead, rest)):
+            out = Text()
+            if i == 0 and head:
+                out.append(first)
+                out.append(head[0], style=head[1])
+                out.append(piece[len(lead):], style=style)
+            else:
+                out.append(piece, style=style)
+            self.console.print(out, soft_wrap=True, overflow="ignore", crop=False)
+
+    def blank(self) -> None:
+        self.console.print()
+
+
+def _runs_line(d: Diagnosis, out: _Out) -> str:
     if not d.runs:
         return ""
     parts = [f"{_t(r.source)}: {_t(r.side)}" + (f" ({_t(r.tool)})" if r.tool else "") for r in d.runs[:6]]
-    more = f", … {len(d.runs) - 6} more" if len(d.runs) > 6 else ""
-    return f"{len(d.runs)} run(s) — " + ", ".join(parts) + more
+    more = f", {out.marks['more']} {len(d.runs) - 6}" if len(d.runs) > 6 else ""
+    return f"{len(d.runs)} {out.say('runs')} {out.marks['dash']} " + ", ".join(parts) + more
 
 
-def _finding(console: Console, f: Finding, verbose: bool) -> None:
-    glyph, style = SEVERITY_GLYPH.get(f.severity, ("[?]", ""))
-    kind = "symptom" if f.kind == "symptom" else f.cause
-    head = Text()
-    head.append(glyph + " ", style=style)
-    head.append(_t(f.rule), style="bold")
-    head.append(f"  {_t(kind)}  ", style="cyan" if f.kind == "cause" else "magenta")
-    head.append(f"({_t(f.confidence)})", style="dim")
-    console.print(head)
-    console.print(Text("    " + _t(f.title), style="bold"))
-    console.print(Text("    " + _t(f.explanation, True).replace("\n\n", "\n    ")), soft_wrap=False)
+def _evidence(f: Finding, out: _Out) -> Iterator[Tuple[str, str]]:
+    for e in f.evidence[:8]:
+        where = f"{_t(e.source)}:{e.line}" if e.line else _t(e.source)
+        yield where, _t(e.text) + (f"   ({_t(e.note)})" if e.note else "")
+    if len(f.evidence) > 8:
+        yield "", f"{out.marks['more']} {len(f.evidence) - 8}"
+
+
+def _finding(f: Finding, out: _Out, verbose: bool) -> None:
+    mark, style = SEVERITY.get(f.severity, ("unseen", ""))
+    kind = out.say("symptom") if f.kind == "symptom" else f.cause
+    level = out.say(f"confidence-{f.confidence}") if f.confidence in ("high", "medium", "low") else f.confidence
+    out.line(f"{_t(f.rule)}  {_t(kind)}  ({_t(level)})", "bold", head=(out.marks[mark] + " ", style))
+    out.line(_t(f.title), "bold", "    ")
+    for paragraph in _t(f.explanation, True).split("\n\n"):
+        out.line(paragraph, "", "    ")
     if f.evidence:
-        console.print("    [dim]Evidence:[/]")
-        for e in f.evidence[:8]:
-            where = f"{_t(e.source)}:{e.line}" if e.line else _t(e.source)
-            line = Text(f"      {where:<24} ", style="dim")
-            line.append(_t(e.text), style="yellow")
-            if e.note:
-                line.append(f"   ({_t(e.note)})", style="dim")
-            console.print(line, soft_wrap=True)
-        if len(f.evidence) > 8:
-            console.print(f"      [dim]… {len(f.evidence) - 8} more[/]")
+        out.line(out.say("evidence") + ":", "dim", "    ")
+        for where, text in _evidence(f, out):
+            out.line(text, "yellow", "      ", rest="          ", head=(f"{where}  " if where else "", "dim"))
     if f.fix:
-        console.print("    [dim]Fix:[/]")
+        out.line(out.say("fix") + ":", "dim", "    ")
         for fix in f.fix:
-            console.print(Text("      → " + _t(fix), style="green"))
-    if f.kind == "symptom":
-        console.print(Text("    Could be: " + _t(", ".join(f.candidates)), style="magenta"))
+            out.line(_t(fix), "green", "      ", head=(out.marks["arrow"] + " ", "green"))
+    if f.kind == "symptom" and f.candidates:
+        out.line(_t(", ".join(f.candidates)), "magenta", "    ", head=(out.say("possible-causes") + ": ", "magenta"))
     if f.next_steps:
-        console.print("    [dim]Next:[/]")
+        out.line(out.say("next") + ":", "dim", "    ")
         for step in f.next_steps:
-            console.print(Text("      • " + _t(step)))
+            out.line(_t(step), "", "      ", head=(out.marks["bullet"] + " ", ""))
     if verbose and f.refs:
-        console.print(Text("    Refs: " + _t("; ".join(f.refs)), style="dim"))
-    console.print()
+        out.line(_t("; ".join(f.refs)), "dim", "    ", head=(out.say("references") + ": ", "dim"))
+    out.blank()
 
 
 def _bench_table(console: Console, bench: dict) -> None:
@@ -75,8 +162,7 @@ def _bench_table(console: Console, bench: dict) -> None:
     for column in ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us", "cause"):
         table.add_column(column, justify="right" if column[0].isupper() or column.startswith("t_") else "left")
     for r in bench.get("results", []):
-        best = " (best)" if r.get("tool") and bench.get("best") and bench["best"].startswith(r["tool"]) and \
-            bench["best"] == _combo_label(r) else ""
+        best = " (best)" if bench.get("best") and bench["best"] == _combo_label(r) else ""
         cells = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
         table.add_row(*(Text(_t(c)) for c in (_combo_label(r) + best, r.get("status", ""), *cells,
                                                 (r.get("verdict") or {}).get("cause") or "")),
@@ -89,56 +175,62 @@ def _combo_label(r: dict) -> str:
     return f"{r.get('tool')} qp={r.get('qp')}" + (f" size={r['size']}" if r.get("size") is not None else "")
 
 
-def render(d: Diagnosis, console: Console, verbose: bool = False) -> None:
+def _verdict(d: Diagnosis, out: _Out) -> None:
     v = d.verdict
-    label, style = STATUS_STYLE[v.status]
-    title = Text()
-    title.append(f"{label}", style=style)
+    title = out.say(f"status-{v.status}")
     if v.cause and v.status != "ok":
-        title.append(f"  {_t(v.cause)}", style="bold")
-    if v.confidence:
-        title.append(f"  ({_t(v.confidence)} confidence)", style="dim")
-    console.print(title)
-    console.print(Text("  " + _t(v.summary)))
+        title += f"  {_t(v.cause)}"
+    if v.confidence in ("high", "medium", "low"):
+        title += "  (" + out.say("confidence", level=out.say(f"confidence-{v.confidence}")) + ")"
+    out.line(title, STATUS_STYLE[v.status])
+    out.line(_t(v.summary), "", "  ")
     if v.fix:
-        console.print(Text("  Fix: " + _t(v.fix), style="green"))
+        out.line(_t(v.fix), "green", "  ", head=(out.say("fix") + ": ", "green"))
     if v.candidates:
-        console.print(Text("  Possible causes: " + _t(", ".join(v.candidates)), style="magenta"))
+        out.line(_t(", ".join(v.candidates)), "magenta", "  ", head=(out.say("possible-causes") + ": ", "magenta"))
     for step in v.next_steps[:3]:
-        console.print(Text("  Next: " + _t(step)))
-    runs = _runs_line(d)
+        out.line(_t(step), "", "  ", head=(out.say("next") + ": ", ""))
+    runs = _runs_line(d, out)
     if runs:
-        console.print(Text("  " + runs, style="dim"))
+        out.line(runs, "dim", "  ")
     for note in d.notes:
-        console.print(Text("  Note: " + _t(note), style="dim"))
-    console.print()
+        out.line(_t(note), "dim", "  ", head=(out.say("note") + ": ", "dim"))
+    out.blank()
 
+
+def _ladder(d: Diagnosis, out: _Out) -> None:
+    out.line(out.say("ladder"), "bold")
+    column = min(34, max((cell_len(_t(r.title)) for r in d.rungs), default=0) + 2)
+    for r in d.rungs:
+        mark, style = RUNG.get(r.state, ("unseen", ""))
+        title = _t(r.title)
+        pad = " " * max(1, column - cell_len(title))
+        lead = f"  {out.marks[mark]} "
+        out.line(_t(r.detail), "dim", lead, rest=" " * (cell_len(lead) + column),
+                 head=(title + pad, "bold" if r.state == "failed" else ""))
+    out.blank()
+
+
+def render(d: Diagnosis, console: Console, verbose: bool = False, lang: Optional[str] = None) -> None:
+    out = _Out(console, lang)
+    _verdict(d, out)
     if d.bench:
         _bench_table(console, d.bench)
-
     if d.rungs:
-        console.print("[bold]Ladder[/]")
-        for r in d.rungs:
-            glyph, gstyle = RUNG_GLYPH.get(r.state, ("[?]", ""))
-            line = Text(f"  {glyph} ", style=gstyle)
-            line.append(f"{_t(r.title):<34}", style="bold" if r.state == "failed" else "")
-            line.append(_t(r.detail), style="dim")
-            console.print(line)
-        console.print()
-
+        _ladder(d, out)
     live: List[Finding] = [f for f in d.findings if f.explained_by is None]
     explained = [f for f in d.findings if f.explained_by is not None]
     if live:
-        console.print("[bold]Findings[/]")
+        out.line(out.say("findings"), "bold")
         for f in live:
-            _finding(console, f, verbose)
+            _finding(f, out, verbose)
     if explained:
-        console.print(f"[bold]Explained by the findings above[/] [dim]({len(explained)})[/]")
+        out.line(f"({len(explained)})", "dim", head=(out.say("explained-above") + " ", "bold"))
         for f in explained:
             if verbose:
-                _finding(console, f, verbose)
+                _finding(f, out, verbose)
             else:
-                glyph, style = SEVERITY_GLYPH.get(f.severity, ("[?]", ""))
-                console.print(Text(f"  {glyph} {_t(f.rule)}: {_t(f.title)}  ← {_t(f.explained_by)}", style="dim"))
-        console.print()
-
+                mark, _ = SEVERITY.get(f.severity, ("unseen", ""))
+                out.line(f"{_t(f.rule)}: {_t(f.title)}  {out.marks['back']} {_t(f.explained_by)}", "dim", "  ",
+                         head=(out.marks[mark] + " ", "dim"))
+        out.blank()

@@ -81,7 +81,8 @@ class PtyProcess:
     def stop(self) -> None:
         if not self.running():
             return
-        for sig, grace in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):   # SIGINT: perftest prints what it prints on Ctrl-C
+        # SIGINT first: perftest prints what it prints on Ctrl-C
+        for sig, grace in ((signal.SIGINT, 2.0), (signal.SIGKILL, 5.0)):
             if not proc.signal_group(self.proc, sig):
                 return
             try:

@@ -78,7 +78,7 @@ class BenchResult:
 
     def best(self) -> Optional[ComboResult]:
         done = [r for r in self.results if r.status == "ok" and r.bw_avg_gbps is not None]
-        return max(done, key=lambda r: r.bw_avg_gbps) if done else None
+        return max(done, key=lambda r: r.bw_avg_gbps or 0.0) if done else None
 
     def to_dict(self) -> Dict[str, Any]:
         best = self.best()

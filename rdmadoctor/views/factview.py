@@ -8,7 +8,7 @@ rule can iterate with `each = "ports"`. Nothing here judges: it only joins and d
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from rdmadoctor.knowledge import perftest
 
@@ -53,7 +53,25 @@ def _width(value: Any) -> Optional[int]:
         return None
 
 
-def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) -> Dict[str, Any]:
+def _gid_view(g: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if not g:
+        return None
+    return {"index": g.get("index"), "gid": g.get("gid"), "type": g.get("type"), "netdev": g.get("netdev"),
+            "ipv4": g.get("ipv4"), "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
+
+
+def _lossless(q: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The port's netdev's PFC priorities, link-level pause and trust state (None: not read)."""
+    q = q or {}
+    pfc = q.get("pfc")
+    pause = q.get("pause") or {}
+    return {"pfc": (pfc or {}).get("enabled") if isinstance(pfc, dict) else None,
+            "pause": (bool(pause.get("rx")) or bool(pause.get("tx"))) if pause else None,
+            "trust": q.get("trust")}
+
+
+def build(facts: Dict[str, Any], peer: Optional[str] = None,
+          port: int = perftest.DEFAULT_PORT) -> Dict[str, Any]:
     sections = facts.get("sections") or {}
     readable = {name: s.get("status") in ("ok", "partial") for name, s in sections.items()}
     reasons = {name: s.get("reason") for name, s in sections.items() if s.get("status") != "ok"}
@@ -65,9 +83,10 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
     firewall = _data(facts, "firewall")
     listeners = _data(facts, "ports")
     pci = _data(facts, "pci")
+    qos = {q.get("netdev"): q for q in _data(facts, "qos").get("links") or [] if isinstance(q, dict)}
 
-    links = {l.get("ifname"): l for l in netlink.get("links") or [] if l.get("ifname")}
-    ipv4 = {}
+    links = {link.get("ifname"): link for link in netlink.get("links") or [] if link.get("ifname")}
+    ipv4: Dict[Any, List[Any]] = {}
     for a in netlink.get("addresses") or []:
         if a.get("family") == 4:
             ipv4.setdefault(a.get("ifname"), []).append(a.get("address"))
@@ -91,13 +110,24 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
                 "is_ib": p.get("link_layer") == "InfiniBand", "active_mtu": p.get("active_mtu"),
                 "max_mtu": p.get("max_mtu"), "lid": p.get("lid"), "sm_lid": p.get("sm_lid"),
                 "rate": p.get("rate"), "rate_gbps": p.get("rate_gbps"), "netdev": netdev,
-                "netdev_known": link is not None, "netdev_up": None if link is None else bool(link.get("admin_up")),
+                "netdev_known": link is not None,
+                "netdev_up": None if link is None or link.get("admin_up") is None else bool(link.get("admin_up")),
                 "netdev_oper": None if link is None else link.get("operstate"),
                 "netdev_carrier": None if link is None else link.get("carrier"),
                 "netdev_mtu": (link or {}).get("mtu") or p.get("netdev_mtu"),
                 "netdev_ipv4": ipv4.get(netdev, []) if netdev else [],
-                "gid_count": len(gids), "ipv4_gids": [g.get("gid") for g in v4_gids],
-                "ipv4_v2_gids": [f"{g.get('index')}: {g.get('gid')}" for g in v4_gids if g.get("type") == "RoCE v2"],
+                # a paste that lists no GIDs for a port does not show an empty table: None, not 0
+                "gid_count": len(gids) if p.get("gids") is not None else None,
+                "ipv4_gids": [g.get("gid") for g in v4_gids] if p.get("gids") is not None else None,
+                "ipv4_v2_gids": [f"{g.get('index')}: {g.get('gid')}" for g in v4_gids if g.get("type") == "RoCE v2"]
+                if p.get("gids") is not None else None,
+                "gids": [{"index": g.get("index"), "gid": g.get("gid"), "type": g.get("type"),
+                          "netdev": g.get("netdev"), "ipv4": g.get("ipv4"),
+                          "link_local": str(g.get("gid") or "").lower().startswith("fe80")}
+                         for g in gids] if p.get("gids") is not None else None,
+                "named": p.get("named"),
+                "gid_selected": _gid_view(p.get("gid_selected")),
+                **_lossless(qos.get(netdev)),
                 "counter_deltas": p.get("counter_deltas") or {},
                 "retries": sum(v for k, v in (p.get("counter_deltas") or {}).items()
                                if isinstance(v, (int, float)) and any(w in k for w in ("retry", "timeout", "seq_err",
@@ -135,6 +165,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "pyverbs": (devices_data.get("pyverbs") or {}).get("available"),
             "netns_mode": kernel.get("rdma_netns_mode"),
             "soft_roce": any(d.get("driver") in ("rxe", "rdma_rxe", "siw") for d in devices),
+            # ports in state ACTIVE; None when no port's state is known (a paste that lists none)
+            "active_ports": (sum(1 for p in ports if p.get("state") == "ACTIVE")
+                             if any(p.get("state") for p in ports) else None),
         },
         "devices": devices,
         "verbs_invisible": [d for d in devices if d.get("verbs_visible") is False],
@@ -152,9 +185,9 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
         "listeners": [{k: l.get(k) for k in LISTENER_FIELDS} for l in listeners.get("tcp_listeners") or []
                       if isinstance(l, dict)],
         "pci": [],
-        "kernel_log": [{**l, "software": bool(_SOFTWARE_DRIVER.search(str(l.get("text") or "")))}
-                       for l in ((kernel.get("log") or {}).get("lines") or [])
-                       if l.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
+        "kernel_log": [{**line, "software": bool(_SOFTWARE_DRIVER.search(str(line.get("text") or "")))}
+                       for line in ((kernel.get("log") or {}).get("lines") or [])
+                       if line.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
         "peer": None,
     }
@@ -183,7 +216,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None, port: int = 18515) 
             "rdma_netdevs": sorted(rdma_netdevs),
             "neighbour": ((peer_data or {}).get("neighbour") or {}).get("state"),
         }
-    # issue 5 (check --peer): view["probe"], view["remote"], view["pair"] from the probe's facts sections
+    # check --peer: view["probe"], view["remote"], view["pair"] from the probe's facts sections
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view

@@ -49,7 +49,8 @@ def results(run: Run, ctx) -> int:
     """How many measurements the run printed: perftest's real result rows, and the lines another producer
     prints when it measured something (a catalogue entry with `result = true`)."""
     measured = catalog.result_ids(catalog.load())
-    return len(real_rows(run)) + sum(1 for m in run.messages if m.id in measured)
+    rows = run.row_summary["real_rows"] if run.row_summary else len(real_rows(run))     # run.results keeps some
+    return rows + sum(1 for m in run.messages if m.id in measured)
 
 
 def completed(run: Run, ctx) -> bool:
@@ -158,8 +159,9 @@ def generation(run: Run, ctx):
 
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
-    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps, bw_row, bw_fraction, completion,
-                            local_gid_family, sizes_before_error, named_device_listed, generation)
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
+                            bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
+                            named_device_listed, generation)
 }
 
 
@@ -172,6 +174,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
 }
 
 from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702
+from rdmadoctor.views import ucxompi as _uo; FEATURES.update(_uo.FEATURES); FIELDS_OF.update(_uo.FIELDS_OF)  # noqa: E402,E702
 
 
 def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
@@ -180,3 +183,4 @@ def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     if key not in cache:
         cache[key] = FEATURES[name](run, ctx)
     return cache[key]
+from rdmadoctor.views import stackfeatures  # noqa: E402,F401  (rdma-core tools and GPU memory: registers its features)

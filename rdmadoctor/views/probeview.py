@@ -14,7 +14,10 @@ Nothing here judges a cause; it names what each rung saw, so that rules can.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Callable, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from rdmadoctor.knowledge.perftest import DEFAULT_PORT
 
 RUNG_TITLES = {
     1: "Peer 1: local port and address",
@@ -125,6 +128,8 @@ def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
 
     item("netdev_mtu", "netdev MTU", (lp or {}).get("netdev_mtu"), (rp or {}).get("netdev_mtu"))
     item("active_mtu", "active RDMA MTU", (lp or {}).get("active_mtu"), (rp or {}).get("active_mtu"))
+    item("pfc", "PFC priorities", (lp or {}).get("pfc"), (rp or {}).get("pfc"))
+    item("trust", "trust state", (lp or {}).get("trust"), (rp or {}).get("trust"))
     item("link_layer", "link layer", (lp or {}).get("link_layer"), (rp or {}).get("link_layer"))
     item("gid_type", "GID type of the address used", gid_type(lp, l_src), gid_type(rp, r_src))
     item("subnet", "IP subnet", _subnet(facts, l_src), _subnet(remote_facts, r_src))
@@ -141,8 +146,8 @@ def compare(view: Dict[str, Any], facts: Dict[str, Any], remote: Dict[str, Any],
         for k in ("netdev_mtu", "active_mtu") if pair[k]["differ"]) or None
     pair["v1_only"] = "RoCE v1" in (pair["gid_type"]["local"], pair["gid_type"]["remote"])
     pair["remote_port_active"] = None if rp is None else rp.get("state") == "ACTIVE"
-    pair["remote_listeners"] = [l for l in remote.get("listeners") or []
-                                if l.get("port") == (remote.get("host") or {}).get("port", 18515)]
+    pair["remote_listeners"] = [listener for listener in remote.get("listeners") or []
+                                if listener.get("port") == (remote.get("host") or {}).get("port", DEFAULT_PORT)]
     return pair
 
 
@@ -295,196 +300,252 @@ def _tcp_text(t: Dict[str, Any]) -> str:
     return text + f" in {t.get('seconds')} s"
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the rungs read of this host besides the probe's outcomes."""
+    readable: Dict[str, Any]         # which collectors could be read
+    port: Optional[Dict[str, Any]]   # the RDMA port that talks to the peer (select_port)
+    peer: Dict[str, Any]             # the route facts towards the peer, with the probe's source address
+    routed: bool                     # rdma_cm resolved a route on a device: it has an ACTIVE port and a GID
+
+    @classmethod
+    def of(cls, pv: Dict[str, Any], view: Dict[str, Any]) -> "Seen":
+        peer = dict(view.get("peer") or {})
+        source = pv.get("source") or {}
+        if not peer.get("route_src") and source.get("address"):
+            peer["route_src"] = source["address"]          # the probe's own answer when netlink was not read
+        return cls(view.get("readable") or {}, select_port(view), peer,
+                   bool(pv["cm_route"] == "resolved" and pv.get("device")))
+
+
 def rungs(pv: Dict[str, Any], view: Dict[str, Any]) -> List[Dict[str, Any]]:
-    out = []
-    readable = view.get("readable") or {}
-    lp = select_port(view)
-    peer_view = dict(view.get("peer") or {})
-    source = pv.get("source") or {}
-    if not peer_view.get("route_src") and source.get("address"):
-        peer_view["route_src"] = source["address"]          # the probe's own answer when netlink was not read
-    addresses_known = bool(readable.get("netlink"))
-    # 1: this host's port
-    routed = pv["cm_route"] == "resolved" and pv.get("device")
-    if not readable.get("devices") and routed:
-        # rdma_cm resolved a route on that device: it has an ACTIVE port with a GID for the source address
-        out.append(_rung(1, "passed", "passed", f"{pv['device']} carried the rdma_cm route (this host's device "
-                                                "facts were not read)"))
-    elif not readable.get("devices"):
-        out.append(_rung(1, "not-inspected", "unknown", "could not read this host's RDMA devices"))
-    elif (view.get("rdma") or {}).get("device_count", 0) == 0:
-        out.append(_rung(1, "failed", "no-device", "this host has no RDMA device"))
-    elif lp is None:
-        out.append(_rung(1, "failed", "no-port", "no RDMA port found"))
-    elif lp.get("state") != "ACTIVE":
-        out.append(_rung(1, "failed", "port-down", f"{lp['label']} is {lp.get('state')}"))
-    elif lp.get("netdev_known") and (lp.get("netdev_up") is False or lp.get("netdev_oper") in ("DOWN", "LOWERLAYERDOWN")):
-        out.append(_rung(1, "failed", "netdev-down", f"{lp.get('netdev')} under {lp['label']} is down"))
-    elif addresses_known and lp.get("netdev") and not lp.get("netdev_ipv4"):
-        out.append(_rung(1, "failed", "no-address", f"{lp.get('netdev')} under {lp['label']} has no IPv4 address"))
-    else:
-        out.append(_rung(1, "passed", "passed", f"{lp['label']} ACTIVE, {lp.get('netdev') or 'no netdev'} up"
-                         + (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else
-                            "" if addresses_known else " (its addresses were not read)")))
-    # 2: route and TCP
-    tcp = pv["tcp"]
-    seconds = max([t.get("seconds") or 0 for t in tcp] or [0])
-    evidence = [_tcp_text(t) for t in tcp]
+    """The seven rungs, lowest first. Rungs 4-7 need the rdma_cm probe; 6 and 7 need the peer's agent."""
+    seen = Seen.of(pv, view)
+    out = [port_rung(pv, view, seen), reach_rung(pv, seen), gid_rung(pv, seen)]
+    if not pv["cm_run"]:
+        why = pv["cm_why"] or "the rdma_cm probe did not run"
+        return out + [_rung(n, "not-inspected", "not-run", why) for n in (4, 5, 6, 7)]
+    out += [cm_resolve_rung(pv), cm_connect_rung(pv)]
+    if pv["cm_mode"] == "bare":
+        why = f"needs `rdmadoctor serve` on {pv['peer']}"
+        if pv["agent_state"] not in (None, "answered"):
+            why += f" (agent: {pv['agent_state']}" + (f": {pv['agent_error']}" if pv["agent_error"] else "") + ")"
+        return out + [_rung(6, "not-inspected", "not-run", why), _rung(7, "not-inspected", "not-run", why)]
+    return out + [exchange_rung(pv), burst_rung(pv)]
+
+
+def _port_down(view: Dict[str, Any], lp: Optional[Dict[str, Any]],
+               addresses_known: bool) -> Optional[Tuple[str, str]]:
+    """(word, detail) when this host's port cannot carry the test."""
+    if (view.get("rdma") or {}).get("device_count", 0) == 0:
+        return "no-device", "this host has no RDMA device"
+    if lp is None:
+        return "no-port", "no RDMA port found"
+    if lp.get("state") != "ACTIVE":
+        return "port-down", f"{lp['label']} is {lp.get('state')}"
+    if lp.get("netdev_known") and (lp.get("netdev_up") is False
+                                   or lp.get("netdev_oper") in ("DOWN", "LOWERLAYERDOWN")):
+        return "netdev-down", f"{lp.get('netdev')} under {lp['label']} is down"
+    if addresses_known and lp.get("netdev") and not lp.get("netdev_ipv4"):
+        return "no-address", f"{lp.get('netdev')} under {lp['label']} has no IPv4 address"
+    return None
+
+
+def port_rung(pv: Dict[str, Any], view: Dict[str, Any], seen: Seen) -> Dict[str, Any]:
+    """1: this host's port, its netdev and address."""
+    if not seen.readable.get("devices"):
+        if seen.routed:
+            return _rung(1, "passed", "passed", f"{pv['device']} carried the rdma_cm route (this host's device "
+                                                "facts were not read)")
+        return _rung(1, "not-inspected", "unknown", "could not read this host's RDMA devices")
+    lp, addresses_known = seen.port, bool(seen.readable.get("netlink"))
+    down = _port_down(view, lp, addresses_known)
+    if down is not None or lp is None:
+        word, detail = down or ("no-port", "no RDMA port found")
+        return _rung(1, "failed", word, detail)
+    addresses = (f" with {', '.join(lp.get('netdev_ipv4') or [])}" if lp.get("netdev_ipv4") else
+                 "" if addresses_known else " (its addresses were not read)")
+    return _rung(1, "passed", "passed", f"{lp['label']} ACTIVE, {lp.get('netdev') or 'no netdev'} up{addresses}")
+
+
+def _reach_evidence(pv: Dict[str, Any]) -> List[str]:
+    evidence = [_tcp_text(t) for t in pv["tcp"]]
     if pv["arp"].get("state") in ("answered", "silent"):
         evidence.append(f"ARP for {pv['peer']}: {pv['arp']['state']}"
                         + (f" ({pv['arp'].get('mac')})" if pv["arp"].get("mac") else "")
                         + (f"; this host knew it as {pv['neighbour_mac']}" if pv["neighbour_known"] else ""))
     if pv["alive_because"]:
         evidence.append(f"the peer answered: {pv['alive_because']}")
+    return evidence
+
+
+def _route_failure(pv: Dict[str, Any], peer: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """(word, detail) when the route to the peer is wrong before any packet."""
+    if peer.get("route_error"):
+        return "no-route", f"no route to {pv['peer']} ({peer['route_error']})"
+    if peer.get("is_local"):
+        return "local", f"{pv['peer']} is an address of this host"
+    if peer.get("via_rdma_netdev") is False:
+        return "not-rdma-netdev", f"the route to {pv['peer']} leaves through {peer.get('route_ifname')}, " \
+                                  "not an RDMA netdev"
+    return None
+
+
+def _reach_failure(pv: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """(word, detail) when packets to the peer are rejected, filtered or unanswered."""
     agent = pv["agent_tcp"]
-    perftest = pv["perftest_port"] or {}
-    if peer_view.get("route_error"):
-        out.append(_rung(2, "failed", "no-route", f"no route to {pv['peer']} ({peer_view['route_error']})", seconds, evidence))
-    elif peer_view.get("is_local"):
-        out.append(_rung(2, "failed", "local", f"{pv['peer']} is an address of this host", seconds, evidence))
-    elif peer_view.get("via_rdma_netdev") is False:
-        out.append(_rung(2, "failed", "not-rdma-netdev",
-                         f"the route to {pv['peer']} leaves through {peer_view.get('route_ifname')}, not an RDMA netdev",
-                         seconds, evidence))
-    elif pv["tcp_rejected"]:
+    if pv["tcp_rejected"]:
         t = pv["tcp_rejected"][0]
-        out.append(_rung(2, "failed", "rejected", f"{t['label']} rejected: ICMP {t.get('icmp_name')} from "
-                                                  f"{t.get('icmp_from')}", seconds, evidence))
-    elif pv["tcp_filtered"]:
+        return "rejected", f"{t['label']} rejected: ICMP {t.get('icmp_name')} from {t.get('icmp_from')}"
+    if pv["tcp_filtered"]:
         t = pv["tcp_filtered"][0]
-        out.append(_rung(2, "failed", "filtered", f"{t['label']}: no answer in {t.get('seconds')} s while the peer "
-                                                  f"answers otherwise ({pv['alive_because']})", seconds, evidence))
-    elif pv["no_arp"]:
-        out.append(_rung(2, "failed", "no-arp", f"nobody answers ARP for {pv['peer']}", seconds, evidence))
-    elif agent in ("timeout", "unreachable") and not pv["answers_above_l2"]:
-        out.append(_rung(2, "failed", "silent", f"{pv['peer']} answers nothing: TCP {pv['agent_port']} "
-                                                f"{agent}, no rdma_cm answer", seconds, evidence))
-    elif agent in ("open", "refused") or perftest.get("state") in ("open", "refused"):
+        return "filtered", f"{t['label']}: no answer in {t.get('seconds')} s while the peer answers otherwise " \
+                           f"({pv['alive_because']})"
+    if pv["no_arp"]:
+        return "no-arp", f"nobody answers ARP for {pv['peer']}"
+    if agent in ("timeout", "unreachable") and not pv["answers_above_l2"]:
+        return "silent", f"{pv['peer']} answers nothing: TCP {pv['agent_port']} {agent}, no rdma_cm answer"
+    return None
+
+
+def reach_rung(pv: Dict[str, Any], seen: Seen) -> Dict[str, Any]:
+    """2: the route to the peer, and whether it answers TCP."""
+    tcp, agent = pv["tcp"], pv["agent_tcp"]
+    seconds = max([t.get("seconds") or 0 for t in tcp] or [0])
+    evidence = _reach_evidence(pv)
+    failure = _route_failure(pv, seen.peer) or _reach_failure(pv)
+    if failure:
+        word, detail = failure
+        return _rung(2, "failed", word, detail, seconds, evidence)
+    if agent in ("open", "refused") or (pv["perftest_port"] or {}).get("state") in ("open", "refused"):
         detail = f"{pv['peer']} answers: " + "; ".join(
             f"TCP {t.get('port')} {t.get('state')}" + (" (no rdmadoctor agent)" if t.get("role") == "agent" and
                                                        t.get("state") == "refused" else "")
             for t in tcp)
-        out.append(_rung(2, "passed", "passed", detail, seconds, evidence))
-    elif not tcp:
-        out.append(_rung(2, "not-inspected", "unknown", "no TCP probe was made", seconds, evidence))
-    else:
-        out.append(_rung(2, "failed", agent or "error", f"TCP {pv['agent_port']}: {agent}", seconds, evidence))
-    # 3: GID / LID + SM
-    src = peer_view.get("route_src")
-    if (lp is None or not readable.get("devices")) and routed:
-        out.append(_rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for the source address "
-                                                "(this host's device facts were not read)"))
-    elif lp is None or not readable.get("devices"):
-        out.append(_rung(3, "not-inspected", "unknown", "no RDMA port to inspect"))
-    elif lp.get("is_ib"):
-        if not lp.get("lid"):
-            out.append(_rung(3, "failed", "no-lid", f"{lp['label']} has LID 0 (no subnet manager has configured it)"))
-        elif not lp.get("sm_lid"):
-            out.append(_rung(3, "failed", "no-sm", f"{lp['label']} knows no subnet manager (SM LID 0)"))
-        else:
-            out.append(_rung(3, "passed", "passed", f"{lp['label']} LID {lp.get('lid')}, SM LID {lp.get('sm_lid')}"))
-    elif src and ":" in src:
-        if routed:
-            out.append(_rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for {src}"))
-        else:
-            out.append(_rung(3, "not-inspected", "unknown", f"{src} is IPv6: only rdma_cm's own lookup checks its GID"))
-    else:
-        kind = gid_type(lp, src)
-        if kind == "RoCE v2":
-            out.append(_rung(3, "passed", "passed", f"{lp['label']}: RoCE v2 GID for {src}"))
-        elif kind == "RoCE v1":
-            out.append(_rung(3, "failed", "gid-v1-only", f"{lp['label']}: only a RoCE v1 GID for {src}"))
-        elif src:
-            out.append(_rung(3, "failed", "no-gid", f"{lp['label']}: no GID for {src}"))
-        else:
-            out.append(_rung(3, "not-inspected", "unknown", "the source address towards the peer is not known"))
-    # 4: rdma_cm address and route
-    if not pv["cm_run"]:
-        why = pv["cm_why"] or "the rdma_cm probe did not run"
-        for n in (4, 5, 6, 7):
-            out.append(_rung(n, "not-inspected", "not-run", why))
-        return out
+        return _rung(2, "passed", "passed", detail, seconds, evidence)
+    if not tcp:
+        return _rung(2, "not-inspected", "unknown", "no TCP probe was made", seconds, evidence)
+    return _rung(2, "failed", agent or "error", f"TCP {pv['agent_port']}: {agent}", seconds, evidence)
+
+
+def _ib_rung(lp: Dict[str, Any]) -> Dict[str, Any]:
+    if not lp.get("lid"):
+        return _rung(3, "failed", "no-lid", f"{lp['label']} has LID 0 (no subnet manager has configured it)")
+    if not lp.get("sm_lid"):
+        return _rung(3, "failed", "no-sm", f"{lp['label']} knows no subnet manager (SM LID 0)")
+    return _rung(3, "passed", "passed", f"{lp['label']} LID {lp.get('lid')}, SM LID {lp.get('sm_lid')}")
+
+
+def _roce_rung(lp: Dict[str, Any], src: Optional[str]) -> Dict[str, Any]:
+    kind = gid_type(lp, src)
+    if kind == "RoCE v2":
+        return _rung(3, "passed", "passed", f"{lp['label']}: RoCE v2 GID for {src}")
+    if kind == "RoCE v1":
+        return _rung(3, "failed", "gid-v1-only", f"{lp['label']}: only a RoCE v1 GID for {src}")
+    if src:
+        return _rung(3, "failed", "no-gid", f"{lp['label']}: no GID for {src}")
+    return _rung(3, "not-inspected", "unknown", "the source address towards the peer is not known")
+
+
+def gid_rung(pv: Dict[str, Any], seen: Seen) -> Dict[str, Any]:
+    """3: the GID for the source address (RoCE), or the LID and subnet manager (InfiniBand)."""
+    lp, src = seen.port, seen.peer.get("route_src")
+    if lp is None or not seen.readable.get("devices"):
+        if seen.routed:
+            return _rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for the source address "
+                                                "(this host's device facts were not read)")
+        return _rung(3, "not-inspected", "unknown", "no RDMA port to inspect")
+    if lp.get("is_ib"):
+        return _ib_rung(lp)
+    if src and ":" in src:
+        if seen.routed:
+            return _rung(3, "passed", "passed", f"rdma_cm found a GID on {pv['device']} for {src}")
+        return _rung(3, "not-inspected", "unknown", f"{src} is IPv6: only rdma_cm's own lookup checks its GID")
+    return _roce_rung(lp, src)
+
+
+def cm_resolve_rung(pv: Dict[str, Any]) -> Dict[str, Any]:
+    """4: rdma_cm resolves the peer's address and a route to it."""
     times = pv["cm_seconds"]
     cm_seconds = sum(times.get(k) or 0 for k in ("addr", "route")) if times.get("addr") is not None else None
     if pv["cm_addr"] == "resolved" and pv["cm_route"] == "resolved":
-        out.append(_rung(4, "passed", "passed", f"address and route to {pv['peer']} resolved", cm_seconds))
-    elif pv["cm_addr"] != "resolved":
+        return _rung(4, "passed", "passed", f"address and route to {pv['peer']} resolved", cm_seconds)
+    if pv["cm_addr"] != "resolved":
         word = "addr-timeout" if pv["cm_addr"] == "timeout" else "addr-error"
-        out.append(_rung(4, "failed", word, f"rdma_resolve_addr: {pv['cm_addr']}"
-                         + (f" ({pv['cm_event'] or pv['cm_error']})" if pv["cm_event"] or pv["cm_error"] else ""),
-                         cm_seconds))
-    else:
-        word = "route-timeout" if pv["cm_route"] == "timeout" else "route-error"
-        out.append(_rung(4, "failed", word, f"rdma_resolve_route: {pv['cm_route']}", cm_seconds))
-    # 5: connection
+        why = pv["cm_event"] or pv["cm_error"]
+        return _rung(4, "failed", word, f"rdma_resolve_addr: {pv['cm_addr']}" + (f" ({why})" if why else ""),
+                     cm_seconds)
+    word = "route-timeout" if pv["cm_route"] == "timeout" else "route-error"
+    return _rung(4, "failed", word, f"rdma_resolve_route: {pv['cm_route']}", cm_seconds)
+
+
+_CONNECT_FAILED = {"rejected": "REJECTED by the peer", "unreachable": "UNREACHABLE: the CM request was not answered",
+                   "timeout": "no answer to the CM request before the deadline", "connect-error": "CONNECT_ERROR"}
+
+
+def cm_connect_rung(pv: Dict[str, Any]) -> Dict[str, Any]:
+    """5: an rdma_cm connection to the agent's listener (or, without an agent, a reject from the peer's stack)."""
     connect, port = pv["cm_connect"], pv["rdma_port"]
-    c_s = times.get("connect")
+    c_s = pv["cm_seconds"].get("connect")
     if pv["cm_setup"] == "error":
-        out.append(_rung(5, "failed", "setup-error", f"could not create the QP or register memory: {pv['cm_error']}"))
-    elif connect == "established":
-        out.append(_rung(5, "passed", "established", f"ESTABLISHED with the agent's listener (rdma_cm port {port})",
-                         c_s))
-    elif connect == "rejected" and pv["cm_mode"] == "bare":
-        out.append(_rung(5, "passed", "rejected",
-                         f"REJECTED: the CM request reached {pv['peer']}'s RDMA stack and was answered (nothing listens "
-                         f"on rdma_cm port {port}): the RDMA path works", c_s))
-    elif connect is None:
-        out.append(_rung(5, "not-inspected", "not-run", "no connection was attempted"))
-    else:
-        text = {"rejected": "REJECTED by the peer", "unreachable": "UNREACHABLE: the CM request was not answered",
-                "timeout": "no answer to the CM request before the deadline",
-                "connect-error": "CONNECT_ERROR"}.get(connect, connect)
-        out.append(_rung(5, "failed", connect, text, c_s))
-    # 6: exchange
+        return _rung(5, "failed", "setup-error", f"could not create the QP or register memory: {pv['cm_error']}")
+    if connect == "established":
+        return _rung(5, "passed", "established", f"ESTABLISHED with the agent's listener (rdma_cm port {port})", c_s)
+    if connect == "rejected" and pv["cm_mode"] == "bare":
+        return _rung(5, "passed", "rejected",
+                     f"REJECTED: the CM request reached {pv['peer']}'s RDMA stack and was answered "
+                     f"(nothing listens on rdma_cm port {port}): the RDMA path works", c_s)
+    if connect is None:
+        return _rung(5, "not-inspected", "not-run", "no connection was attempted")
+    return _rung(5, "failed", connect, _CONNECT_FAILED.get(connect, connect), c_s)
+
+
+def exchange_rung(pv: Dict[str, Any]) -> Dict[str, Any]:
+    """6: RDMA WRITE, READ and SEND with the agent, verified byte for byte."""
     ex = pv["exchange"] or {}
-    if pv["cm_mode"] == "bare" or (connect == "rejected" and pv["cm_mode"] == "bare"):
-        why = f"needs `rdmadoctor serve` on {pv['peer']}"
-        if pv["agent_state"] not in (None, "answered"):
-            why += f" (agent: {pv['agent_state']}" + (f": {pv['agent_error']}" if pv["agent_error"] else "") + ")"
-        out.append(_rung(6, "not-inspected", "not-run", why))
-        out.append(_rung(7, "not-inspected", "not-run", why))
-        return out
     if not ex:
-        out.append(_rung(6, "not-inspected", "not-run", "no exchange was made"))
-    elif ex.get("state") == "passed":
-        secs = ex.get("seconds")
-        out.append(_rung(6, "passed", "passed", "RDMA WRITE, RDMA READ and SEND/RECV of 16 KiB/2 KiB patterns "
-                                                "verified byte for byte on both sides", secs))
-    else:
-        failure = ex.get("failure") or {}
-        what = failure.get("mismatch") or failure.get("status_name") or failure.get("error") or ex.get("state")
-        word = "mismatch" if ex.get("state") == "mismatch" else ("timeout" if ex.get("state") == "timeout" else "failed")
-        out.append(_rung(6, "failed", word, f"{ex.get('failed_op') or 'exchange'}: {what}", ex.get("seconds")))
-    # 7: burst
+        return _rung(6, "not-inspected", "not-run", "no exchange was made")
+    if ex.get("state") == "passed":
+        return _rung(6, "passed", "passed", "RDMA WRITE, RDMA READ and SEND/RECV of 16 KiB/2 KiB patterns "
+                                            "verified byte for byte on both sides", ex.get("seconds"))
+    failure = ex.get("failure") or {}
+    what = failure.get("mismatch") or failure.get("status_name") or failure.get("error") or ex.get("state")
+    word = "mismatch" if ex.get("state") == "mismatch" else ("timeout" if ex.get("state") == "timeout" else "failed")
+    return _rung(6, "failed", word, f"{ex.get('failed_op') or 'exchange'}: {what}", ex.get("seconds"))
+
+
+def _counters_text(pv: Dict[str, Any]) -> str:
+    loss = pv["loss"]
+    text = f"; {loss['text']}" if loss["total"] else "; no retransmits or sequence errors on either host"
+    if loss["total"] and not loss["significant"]:
+        text += " (within what a working link shows)"
+    if not loss["remote_known"]:
+        text += " (peer's counters not reported)"
+    if pv["cnp"]:
+        text += f"; {pv['cnp']} CNPs (congestion control at work)"
+    return text
+
+
+def burst_rung(pv: Dict[str, Any]) -> Dict[str, Any]:
+    """7: a burst of WRITEs: its rate against the link, and the loss counters of both hosts."""
     burst = pv["burst"] or {}
     if not burst:
-        out.append(_rung(7, "not-inspected", "not-run", "no burst was made"))
-    elif burst.get("state") != "passed":
+        return _rung(7, "not-inspected", "not-run", "no burst was made")
+    if burst.get("state") != "passed":
         failure = burst.get("failure") or {}
-        out.append(_rung(7, "failed", burst.get("state") or "failed",
-                         f"burst: {failure.get('status_name') or failure.get('error') or burst.get('state')}",
-                         burst.get("seconds")))
-    else:
-        rate = f"{burst.get('gbps'):.3g} Gb/s" if burst.get("gbps") is not None else "?"
-        link = pv["link_gbps"]
-        against = (f" of {link:g} Gb/s link ({pv['burst_fraction'] * 100:.0f}%)" if link and
-                   pv["burst_fraction"] is not None else "")
-        if pv["soft_roce"]:
-            against += " (Soft-RoCE: the rate is nominal, not judged)"
-        counters = "; no retransmits or sequence errors on either host" if not pv["loss"]["total"] else \
-            f"; {pv['loss']['text']}"
-        if pv["loss"]["total"] and not pv["loss"]["significant"]:
-            counters += " (within what a working link shows)"
-        if not pv["loss"]["remote_known"]:
-            counters += " (peer's counters not reported)"
-        if pv["cnp"]:
-            counters += f"; {pv['cnp']} CNPs (congestion control at work)"
-        detail = f"{rate}{against}{counters}"
-        if pv["loss"]["significant"]:
-            out.append(_rung(7, "warning", "loss", detail, burst.get("seconds")))
-        elif (not pv["soft_roce"] and pv["devices_read"] and pv["burst_fraction"] is not None
-              and pv["burst_fraction"] < SLOW_FRACTION):
-            out.append(_rung(7, "warning", "slow", detail, burst.get("seconds")))
-        else:
-            out.append(_rung(7, "passed", "passed", detail, burst.get("seconds")))
-    return out
+        return _rung(7, "failed", burst.get("state") or "failed",
+                     f"burst: {failure.get('status_name') or failure.get('error') or burst.get('state')}",
+                     burst.get("seconds"))
+    rate = f"{burst.get('gbps'):.3g} Gb/s" if burst.get("gbps") is not None else "?"
+    link = pv["link_gbps"]
+    against = (f" of {link:g} Gb/s link ({pv['burst_fraction'] * 100:.0f}%)" if link and
+               pv["burst_fraction"] is not None else "")
+    if pv["soft_roce"]:
+        against += " (Soft-RoCE: the rate is nominal, not judged)"
+    detail = f"{rate}{against}{_counters_text(pv)}"
+    if pv["loss"]["significant"]:
+        return _rung(7, "warning", "loss", detail, burst.get("seconds"))
+    if (not pv["soft_roce"] and pv["devices_read"] and pv["burst_fraction"] is not None
+            and pv["burst_fraction"] < SLOW_FRACTION):
+        return _rung(7, "warning", "slow", detail, burst.get("seconds"))
+    return _rung(7, "passed", "passed", detail, burst.get("seconds"))

@@ -60,7 +60,7 @@ def hostile_logs(tmp: Path) -> List[Path]:
     header value, a line of its own."""
     client = (f"[root@{'evil'} ~]# ib_write_bw -d mlx5_0 --qp=4 10.9.8.7\n"
               + (SEED / "client.log").read_text(encoding="utf-8").split("\n", 1)[1].replace(
-                  "Number of qps   : 10", f"Number of qps   : 4").rstrip("\n")
+                  "Number of qps   : 10", "Number of qps   : 4").rstrip("\n")
               + f"\n{HOSTILE}\n{HOSTILE_ATTR}\n"
               + f"Couldn't connect to {HOSTILE_ATTR}:18515\n")
     server = (SEED / "server.log").read_text(encoding="utf-8").replace(

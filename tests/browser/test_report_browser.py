@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -53,7 +52,8 @@ def test_seed_report(pages):
     assert status == "Failure"
     summary = pages.js("return document.querySelector('#verdict-title').textContent")
     assert summary == doc["verdict"]["summary"]
-    assert doc["verdict"]["fix"] in " ".join(pages.js("return document.querySelector('.verdict-fix').textContent").split())
+    shown = pages.js("return document.querySelector('.verdict-fix').textContent")
+    assert doc["verdict"]["fix"] in " ".join(shown.split())
     cards = pages.js("return Array.from(document.querySelectorAll('article.card')).map(a => a.dataset.rule)")
     assert sorted(cards) == sorted(f["rule"] for f in doc["findings"])
     # the explained findings are folded: in the DOM, not on screen until opened
@@ -139,7 +139,8 @@ def test_lab_check_report_with_facts(pages):
                 "facts-limits", "facts-versions"):
         rows = pages.js(f"return document.querySelectorAll('#{tid} tbody tr').length")
         assert rows >= 1, tid
-    verdicts = pages.js("return Array.from(document.querySelectorAll('#facts-firewall td.bad')).map(t => t.textContent)")
+    verdicts = pages.js("return Array.from(document.querySelectorAll('#facts-firewall td.bad'))"
+                        ".map(t => t.textContent)")
     assert "drop" in verdicts
     states = pages.js("return Object.fromEntries(Array.from(document.querySelectorAll('.ladder .rung'))"
                       ".map(r => [r.dataset.rung, r.dataset.state]))")
@@ -163,8 +164,8 @@ def test_redacted_report(pages):
 
 
 def test_healthy_run_chart(pages):
-    doc = html_docs.explain_document(sorted((html_docs.FIXTURES / "real" / "crater-memlock-fixed-healthy").glob("*.log")),
-                                     link_rate=100.0)
+    healthy = html_docs.FIXTURES / "real" / "crater-memlock-fixed-healthy"
+    doc = html_docs.explain_document(sorted(healthy.glob("*.log")), link_rate=100.0)
     pages.open(hr.render(doc), "healthy")
     _assert_no_console_errors(pages)
     assert pages.js("return document.querySelectorAll('#results svg.chart-svg rect.bar').length") == 2

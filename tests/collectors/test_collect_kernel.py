@@ -38,12 +38,12 @@ def test_handmade_mlx5_kernel_log():
     data = kernel_of("handmade-mlx5-kernel-log")["data"]
     log = data["log"]
     assert log["source"] == "kmsg" and log["readable"] is True
-    texts = [l["text"] for l in log["lines"]]
+    texts = [line["text"] for line in log["lines"]]
     assert log["total_records"] == 14 and len(texts) == 12
     assert not any("e1000e" in t or "systemd" in t for t in texts)
-    errs = [l for l in log["lines"] if l["level"] in ("err", "crit")]
-    assert any("mlx5_cmd_out_err" in l["text"] and "ACCESS_REG" in l["text"] for l in errs)
-    assert any("health compromised" in l["text"] for l in errs)
+    errs = [line for line in log["lines"] if line["level"] in ("err", "crit")]
+    assert any("mlx5_cmd_out_err" in line["text"] and "ACCESS_REG" in line["text"] for line in errs)
+    assert any("health compromised" in line["text"] for line in errs)
     assert log["lines"][0]["ts"] == 2.413
     assert data["dmesg_restrict"] == 1
     assert data["rdma_modules"]["mlx5_ib"] is True and data["rdma_modules"]["mlx5_core"] is True

@@ -21,7 +21,7 @@ def one(ctx, name):
 def test_netlink_from_a_saved_tree_uses_sysfs():
     sec = one(tree("bookworm-rxe-port-down"), "netlink")
     assert sec["status"] == "partial" and sec["source"] == "sysfs"
-    eth0 = [l for l in sec["data"]["links"] if l["ifname"] == "eth0"][0]
+    eth0 = [link for link in sec["data"]["links"] if link["ifname"] == "eth0"][0]
     assert eth0["operstate"] == "DOWN" and eth0["admin_up"] is False and eth0["mtu"] == 1500
     assert {u["what"] for u in sec["unreadable"]} == {"addresses", "routes", "neighbours"}
 
@@ -31,7 +31,7 @@ def test_netlink_live_loopback_peer():
     sec = one(CollectContext(peer="127.0.0.1"), "netlink")
     assert sec["status"] == "ok", sec
     data = sec["data"]
-    lo = [l for l in data["links"] if l["ifname"] == "lo"][0]
+    lo = [link for link in data["links"] if link["ifname"] == "lo"][0]
     assert lo["admin_up"] is True and lo["index"] == 1
     assert any(a["address"] == "127.0.0.1" and a["family"] == 4 for a in data["addresses"])
     assert data["peer"]["route"]["type"] == "local" and data["peer"]["route"]["ifname"] == "lo"
@@ -64,7 +64,7 @@ def test_netlink_recorded_in_the_lab(rel, version):
     data = section(load_json(LAB / rel / "facts-root.json"), "netlink")["data"]
     # bookworm was recorded before the collector asked importlib.metadata: Debian's 0.7.2 says "unknown"
     assert data["pyroute2"] in (version, "unknown")
-    eth0 = [l for l in data["links"] if l["ifname"] == "eth0"][0]
+    eth0 = [link for link in data["links"] if link["ifname"] == "eth0"][0]
     assert eth0["operstate"] == "UP" and eth0["mtu"] == 1500
     assert {"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24}.items() <= \
         [a for a in data["addresses"] if a["family"] == 4 and a["ifname"] == "eth0"][0].items()
@@ -98,7 +98,8 @@ def test_limits_conf_and_unlimited(tmp_path):
     assert data["memlock"] == {"soft": 65536, "hard": None, "unit": "bytes"}
     assert data["cap_ipc_lock"] is False
     assert [(e["file"], e["line"], e["domain"], e["value"]) for e in data["limits_conf"]] == [
-        ("/etc/security/limits.conf", 2, "*", "65536"), ("/etc/security/limits.d/90-rdma.conf", 1, "@rdma", "unlimited")]
+        ("/etc/security/limits.conf", 2, "*", "65536"),
+        ("/etc/security/limits.d/90-rdma.conf", 1, "@rdma", "unlimited")]
     assert data["systemd_default_memlock"] == "8M"
 
 
@@ -119,10 +120,10 @@ def test_ports_live_loopback_listener():
     port = srv.getsockname()[1]
     try:
         sec = one(CollectContext(port=port), "ports")
-        (l,) = sec["data"]["tcp_listeners"]
-        assert (l["ip"], l["port"]) == ("127.0.0.1", port)
+        (listener,) = sec["data"]["tcp_listeners"]
+        assert (listener["ip"], listener["port"]) == ("127.0.0.1", port)
         if os.geteuid() == 0:
-            assert l["pid"] == os.getpid() and l["process"]
+            assert listener["pid"] == os.getpid() and listener["process"]
     finally:
         srv.close()
 
@@ -136,8 +137,8 @@ def test_ports_proc_net_tcp_fallback_on_lab_tree():
 def test_ports_recorded_in_the_lab(rel):
     root = load_json(LAB / rel / "ports-root.json")
     nobody = load_json(LAB / rel / "ports-nobody.json")
-    (l,) = root["data"]["tcp_listeners"]
-    assert l["port"] == 18515 and l["process"] == "ib_write_bw" and l["pid"]
+    (listener,) = root["data"]["tcp_listeners"]
+    assert listener["port"] == 18515 and listener["process"] == "ib_write_bw" and listener["pid"]
     (n,) = nobody["data"]["tcp_listeners"]
     assert n["pid"] is None and nobody["status"] == "partial"     # seen, owner not visible: said so
 

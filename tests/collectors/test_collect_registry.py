@@ -34,7 +34,7 @@ def check_shape(facts):
 
 def test_registry_order():
     assert list(registry()) == list(ORDER) == ["versions", "devices", "kernel", "netlink", "limits", "firewall",
-                                                "ports", "pci"]
+                                                "ports", "pci", "qos"]
 
 
 def test_this_host_never_raises_and_is_quick():

@@ -143,7 +143,7 @@ def table(root: Path) -> str:
         theirs = header_fields(other.read_text()) if other.exists() else {}
         differ = ["%s : %s" % (k, v) for k, v in mine.items() if k in theirs and theirs[k] != v]
         lines = key_lines(path.read_text())
-        text = " / ".join("`%s`" % l.replace("|", "\\|") for l in lines) or "(nothing)"
+        text = " / ".join("`%s`" % line.replace("|", "\\|") for line in lines) or "(nothing)"
         if differ:
             text = "header " + ", ".join("`%s`" % d for d in differ) + "; " + text
         return text

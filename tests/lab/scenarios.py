@@ -44,7 +44,7 @@ def pairs_from_env(environ=None) -> List[str]:
         raise ValueError("RDMADOCTOR_LAB_PAIRS: unknown pair(s) %s (known: %s)" % (unknown, ", ".join(PAIRS)))
     return [p for p in PAIR_ORDER if not wanted or p in wanted]
 
-# Slugs of docs/causes.md (a public interface: never renamed).
+# The cause slugs of docs/causes.md (a public interface: never renamed).
 CAUSES = frozenset("""
 qp-count-mismatch option-mismatch perftest-version-mismatch server-not-running port-in-use
 wrong-peer-address firewall-blocks-port wrong-device-name wrong-gid-index gid-missing
@@ -165,7 +165,8 @@ SCENARIOS: List[Scenario] = [
         server=_srv(WB), client=_cli("%s --qp=10" % WB),
         expect_explain="qp-count-mismatch",
         server_lines=("3472328296395452464", READ_KEYS, SERVER_READ),
-        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ, "Failed to exchange data between server and clients"),
+        client_lines=("Number of qps   : 10", READ_KEYS, CLIENT_READ,
+                      "Failed to exchange data between server and clients"),
         notes="Exactly the defaults otherwise. The server decodes key text as a report: garbage result row."),
     Scenario(
         "qp-mismatch-server-10", "Server -q 10, client 1 QP (defaults)",

@@ -36,7 +36,7 @@ def test_nothing_but_hello_before_auth():
         for op in ("facts", "listen", "result"):
             answer = c.call(op=op, id=3)
             assert answer["ok"] is False and answer["error"]["code"] == "auth-required", op
-        assert FakeListener.started == [] or all(l.closed for l in FakeListener.started)
+        assert FakeListener.started == [] or all(listener.closed for listener in FakeListener.started)
 
 
 def test_a_challenge_can_be_answered_once():
@@ -211,9 +211,9 @@ def test_every_request_is_logged_with_who_what_outcome_and_time(caplog):
         c.send_raw(b"{broken\n")
         c.receive()
     lines = [r.getMessage() for r in caplog.records]
-    assert any("op=hello outcome=ok" in l and "client=127.0.0.1:" in l and "seconds=" in l for l in lines)
-    assert any("op=facts outcome=refused:auth-required" in l for l in lines)
-    assert any("op=? outcome=refused:bad-request" in l for l in lines)
+    assert any("op=hello outcome=ok" in line and "client=127.0.0.1:" in line and "seconds=" in line for line in lines)
+    assert any("op=facts outcome=refused:auth-required" in line for line in lines)
+    assert any("op=? outcome=refused:bad-request" in line for line in lines)
 
 
 def test_protocol_answers_are_json_lines_with_the_request_id():

@@ -1,0 +1,312 @@
+"""The host facts a paste shows: device listings (ibv_devinfo [-v], ibstat, ibstatus, `rdma link`, `rdma system`,
+show_gids, ibdev2netdev) read into the facts document's form (rdmadoctor/collectors/__init__.py), so that rules
+read them as they read `check`'s facts.
+
+A paste shows part of a host. Only what it shows is filled in: a section the paste does not show is left out
+(the view then says it was not read), a port whose GIDs were not listed has `gids` None (not an empty table),
+a netdev whose admin state was not printed has no `admin_up`. Two observations about the paste's own runs
+are added to each port: `named` (a run of the paste names this device: True; names only other devices:
+False; names none: None) and `gid_selected` (the GID of the index the runs chose, when the paste lists it).
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+from rdmadoctor.model import Message, Run
+
+SCHEMA = "rdmadoctor-facts/1"
+# the listing lines of the catalogues (knowledge/messages/verbs.toml; perftest's V10 is the same device header)
+DEVICE_HEADERS = ("V10", "VERBS.DEVINFO_HCA", "VERBS.IBSTAT_CA")
+LISTING = DEVICE_HEADERS + (
+    "VERBS.DEVINFO_TRANSPORT", "VERBS.DEVINFO_FW", "VERBS.DEVINFO_PORT", "VERBS.DEVINFO_PORT_STATE",
+    "VERBS.DEVINFO_PHYS_STATE", "VERBS.DEVINFO_ACTIVE_MTU", "VERBS.DEVINFO_MAX_MTU", "VERBS.DEVINFO_LIDS",
+    "VERBS.LINK_LAYER", "VERBS.DEVINFO_GID", "VERBS.IBSTAT_PORT", "VERBS.IBSTAT_STATE", "VERBS.IBSTAT_PHYS_STATE",
+    "VERBS.IBSTAT_RATE", "VERBS.IBSTAT_LIDS", "VERBS.IBSTAT_LINK_LAYER", "VERBS.IBSTATUS_PORT",
+    "VERBS.IBSTATUS_STATE", "VERBS.IBSTATUS_RATE", "VERBS.RDMA_LINK", "VERBS.SHOW_GIDS_ROW", "VERBS.IBDEV2NETDEV",
+    "VERBS.RDMA_SYSTEM_NETNS")
+
+# ibv_devinfo's and ibstat's words for the port states -> the kernel's (sysfs `state`, as collectors read it)
+_STATE = {"PORT_NOP": "NOP", "PORT_DOWN": "DOWN", "PORT_INIT": "INIT", "PORT_ARMED": "ARMED",
+          "PORT_ACTIVE": "ACTIVE", "PORT_ACTIVE_DEFER": "ACTIVE_DEFER", "DOWN": "DOWN", "INITIALIZING": "INIT",
+          "INIT": "INIT", "ARMED": "ARMED", "ACTIVE": "ACTIVE", "ACTIVE_DEFER": "ACTIVE_DEFER"}
+# ... and for the physical states (sysfs `phys_state` names)
+_PHYS = {"SLEEP": "Sleep", "POLLING": "Polling", "DISABLED": "Disabled",
+         "PORT_CONFIGURATION_TRAINING": "PortConfigurationTraining", "LINK_UP": "LinkUp", "LINKUP": "LinkUp",
+         "LINK_ERROR_RECOVERY": "LinkErrorRecovery", "LINKERRORRECOVERY": "LinkErrorRecovery",
+         "PHY_TEST": "Phy Test", "PHYTEST": "Phy Test", "PORTCONFIGURATIONTRAINING": "PortConfigurationTraining"}
+_LINK_LAYER = {"ib": "InfiniBand", "infiniband": "InfiniBand", "ethernet": "Ethernet"}
+_ZERO_GID = ipaddress.IPv6Address("::")
+# settings and options that choose a device or a GID index
+_DEVICE_SETTINGS = ("NCCL_IB_HCA", "UCX_NET_DEVICES", "OMPI_MCA_btl_openib_if_include", "FI_VERBS_DEVICE_NAME")
+_GID_SETTINGS = ("NCCL_IB_GID_INDEX", "UCX_IB_GID_INDEX", "FI_VERBS_GID_IDX")
+_DEVICE_OPTIONS = ("-d", "--ib-dev", "--ib_dev")
+_GID_OPTIONS = ("-g", "-x", "--gid-idx", "--gid-index", "--gid")
+_DEVICE_NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+
+
+def _gid(text: str) -> Tuple[Optional[str], Optional[str]]:
+    """('fe80::...', None) / ('::ffff:192.0.2.1', '192.0.2.1'); (None, None) for the zero GID or garbage."""
+    try:
+        addr = ipaddress.IPv6Address(text.strip())
+    except ValueError:
+        return None, None
+    if addr == _ZERO_GID:
+        return None, None
+    v4 = addr.ipv4_mapped
+    return (f"::ffff:{v4}", str(v4)) if v4 else (addr.compressed, None)
+
+
+def _int(value: Any) -> Optional[int]:
+    try:
+        return int(str(value), 0)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Listing:
+    """Devices and ports as the listing lines describe them, in the order they were printed."""
+
+    def __init__(self) -> None:
+        self.devices: Dict[str, Dict[str, Any]] = {}
+        self.device: Optional[str] = None
+        self.port: Optional[int] = None
+        self.links: Dict[str, Dict[str, Any]] = {}
+        self.netns_mode: Optional[str] = None
+
+    def dev(self, name: str) -> Dict[str, Any]:
+        if name not in self.devices:
+            self.devices[name] = {"name": name, "driver": None, "transport": None, "fw_ver": None, "pci": None,
+                                  "numa_node": None, "netdevs": [], "source": "paste", "ports": {}}
+        return self.devices[name]
+
+    def port_of(self, device: Optional[str] = None, port: Optional[int] = None) -> Optional[Dict[str, Any]]:
+        device = device or self.device
+        if device is None:
+            return None
+        number = port if port is not None else (self.port if device == self.device and self.port else 1)
+        ports = self.dev(device)["ports"]
+        if number not in ports:
+            ports[number] = {"port": number, "state": None, "phys_state": None, "link_layer": None,
+                             "active_mtu": None, "max_mtu": None, "lid": None, "sm_lid": None, "rate": None,
+                             "rate_gbps": None, "gids": None, "netdev": None}
+        return ports[number]
+
+    def read(self, m: Message) -> None:
+        f = m.fields
+        mid = m.id
+        if mid in DEVICE_HEADERS:
+            if f.get("device"):
+                self.device, self.port = f["device"], None
+                self.dev(f["device"])
+            return
+        if mid == "VERBS.DEVINFO_TRANSPORT" and self.device:
+            self.dev(self.device)["transport"] = f.get("ib_transport")
+        elif mid == "VERBS.DEVINFO_FW" and self.device:
+            self.dev(self.device)["fw_ver"] = f.get("firmware")
+        elif mid in ("VERBS.DEVINFO_PORT", "VERBS.IBSTAT_PORT"):
+            self.port = _int(f.get("port"))
+            self.port_of()
+        elif mid == "VERBS.IBSTATUS_PORT":
+            self.device, self.port = f.get("device"), _int(f.get("port"))
+            self.port_of()
+        elif mid in ("VERBS.DEVINFO_PORT_STATE", "VERBS.IBSTAT_STATE"):
+            self._set("state", _STATE.get(str(f.get("port_state", "")).upper()))
+        elif mid in ("VERBS.DEVINFO_PHYS_STATE", "VERBS.IBSTAT_PHYS_STATE"):
+            self._set("phys_state", _phys(f.get("phys_state")))
+        elif mid == "VERBS.IBSTATUS_STATE":
+            if str(f.get("which", "")).lower() == "state":
+                self._set("state", _STATE.get(str(f.get("state", "")).upper()))
+            else:
+                self._set("phys_state", _phys(f.get("state")))
+        elif mid == "VERBS.DEVINFO_ACTIVE_MTU":
+            self._set("active_mtu", _int(f.get("mtu")))
+        elif mid == "VERBS.DEVINFO_MAX_MTU":
+            self._set("max_mtu", _int(f.get("mtu")))
+        elif mid == "VERBS.DEVINFO_LIDS":
+            if "sm_lid" in f:
+                self._set("sm_lid", _int(f.get("sm_lid")))
+            if "lid" in f:
+                self._set("lid", _int(f.get("lid")))
+        elif mid == "VERBS.IBSTAT_LIDS":
+            self._set("sm_lid" if str(f.get("which", "")).lower() == "sm" else "lid", _int(f.get("lid")))
+        elif mid in ("VERBS.LINK_LAYER", "VERBS.IBSTAT_LINK_LAYER"):
+            self._set("link_layer", _LINK_LAYER.get(str(f.get("link_layer", "")).lower()))
+        elif mid in ("VERBS.IBSTAT_RATE", "VERBS.IBSTATUS_RATE"):
+            rate = f.get("rate")
+            try:
+                gbps = float(rate)
+            except (TypeError, ValueError):
+                gbps = None
+            self._set("rate", f"{rate} Gb/sec" if rate else None)
+            self._set("rate_gbps", gbps)
+        elif mid == "VERBS.DEVINFO_GID":
+            gid, v4 = _gid(str(f.get("gid", "")))
+            if gid is not None:
+                kind = {"roce v1": "IB/RoCE v1"}.get(str(f.get("gid_type", "")).lower(), f.get("gid_type"))
+                self._gid(self.port_of(), _int(f.get("gid_index")), gid, v4, kind, None)
+        elif mid == "VERBS.RDMA_LINK":
+            p = self.port_of(f.get("device"), _int(f.get("port")))
+            if p is not None:
+                p["state"] = _STATE.get(str(f.get("port_state", "")).upper()) or p["state"]
+                p["phys_state"] = _phys(f.get("phys_state")) or p["phys_state"]
+                if f.get("netdev"):
+                    self._netdev(f["device"], p, f["netdev"])
+        elif mid == "VERBS.SHOW_GIDS_ROW":
+            p = self.port_of(f.get("device"), _int(f.get("port")))
+            gid, v4 = _gid(str(f.get("gid", "")))
+            if p is not None and gid is not None:
+                version = str(f.get("roce_version", "")).lower()
+                kind = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}.get(version)
+                self._gid(p, _int(f.get("gid_index")), gid, v4 or f.get("ipv4"), kind, f.get("netdev"))
+                if f.get("netdev"):
+                    self._netdev(f["device"], p, f["netdev"])
+        elif mid == "VERBS.IBDEV2NETDEV":
+            p = self.port_of(f.get("device"), _int(f.get("port")))
+            if p is not None and f.get("netdev"):
+                self._netdev(f.get("device") or self.device, p, f["netdev"])
+                state = str(f.get("link_state", "")).strip().upper()
+                if state in ("UP", "DOWN"):
+                    self.links[f["netdev"]] = {"ifname": f["netdev"], "operstate": state}
+                if f.get("port_state"):
+                    p["state"] = _STATE.get(str(f["port_state"]).upper()) or p["state"]
+        elif mid == "VERBS.RDMA_SYSTEM_NETNS":
+            self.netns_mode = f.get("netns_mode")
+
+    def _set(self, name: str, value: Any) -> None:
+        p = self.port_of()
+        if p is not None and value is not None:
+            p[name] = value
+
+    @staticmethod
+    def _gid(p: Optional[Dict[str, Any]], index: Optional[int], gid: str, v4: Optional[str], kind: Optional[str],
+             netdev: Optional[str]) -> None:
+        if p is None or index is None:
+            return
+        gids = p["gids"] if p["gids"] is not None else []
+        entry = {"index": index, "gid": gid, "type": kind, "netdev": netdev}
+        if v4:
+            entry["ipv4"] = v4
+        p["gids"] = [g for g in gids if g["index"] != index] + [entry]
+
+    def _netdev(self, device: Optional[str], p: Dict[str, Any], netdev: str) -> None:
+        p["netdev"] = netdev
+        if device:
+            netdevs = self.dev(device)["netdevs"]
+            if netdev not in netdevs:
+                netdevs.append(netdev)
+
+
+def _phys(value: Any) -> Optional[str]:
+    if not value:
+        return None
+    key = re.sub(r"[\s-]+", "_", str(value).strip()).upper()
+    return _PHYS.get(key) or _PHYS.get(key.replace("_", "")) or str(value).strip()
+
+
+def _ordered(runs: Iterable[Run], sources: List[str]) -> List[Message]:
+    order = {name: i for i, name in enumerate(sources)}
+    messages = [m for r in runs for m in r.messages if m.id in LISTING]
+    return sorted(messages, key=lambda m: (order.get(m.source, len(order)), m.line))
+
+
+def _words(value: str) -> List[str]:
+    """A device-selection setting's device names: "mlx5_0:1,mlx5_1" -> ['mlx5_0', 'mlx5_1']; "^mlx5_3" names none."""
+    if value.startswith("^") or value.lower() in ("all", ""):
+        return []
+    out = []
+    for part in re.split(r"[,\s]+", value.strip("=")):
+        name = part.split(":")[0]
+        if _DEVICE_NAME.match(name):
+            out.append(name)
+    return out
+
+
+def _perftest_field(run: Run, header: str, option: str) -> Optional[str]:
+    """What a perftest run printed in its header box, else what its command line asked for."""
+    shown = run.header.get(header)
+    if shown is not None and shown.value:
+        return str(shown.value).split("[")[0]
+    asked = run.command.options.get(option) if run.command is not None else None
+    return str(asked) if isinstance(asked, str) else None
+
+
+def named_devices(runs: Iterable[Run]) -> Set[str]:
+    """The RDMA devices the paste's runs chose or complained about (not the ones a listing merely shows)."""
+    named: Set[str] = set()
+    for run in runs:
+        if run.producer == "perftest":
+            value = _perftest_field(run, "device", "ib-dev")
+            if value:
+                named.add(value)
+        if run.command is not None:
+            for option in _DEVICE_OPTIONS:
+                value = run.command.options.get(option)
+                if isinstance(value, str) and _DEVICE_NAME.match(value):
+                    named.add(value)
+        for name in _DEVICE_SETTINGS:
+            shown = run.settings.get(name)
+            if shown is not None:
+                named.update(_words(shown.value))
+        for m in run.messages:
+            if m.kind != "notice" and isinstance(m.fields.get("device"), str) and m.id not in LISTING:
+                if _DEVICE_NAME.match(m.fields["device"]):
+                    named.add(m.fields["device"])
+    return named
+
+
+def selected_gid_indexes(runs: Iterable[Run]) -> Set[int]:
+    """The GID indexes the paste's runs chose (perftest -x / its header, ibv_*_pingpong -g, NCCL/UCX settings)."""
+    chosen: Set[int] = set()
+    for run in runs:
+        if run.producer == "perftest":
+            value = _int(_perftest_field(run, "gid_index", "gid-index"))
+            if value is not None:
+                chosen.add(value)
+        elif run.command is not None:
+            for option in _GID_OPTIONS:
+                number = _int(run.command.options.get(option))
+                if number is not None and number >= 0:
+                    chosen.add(number)
+        for name in _GID_SETTINGS:
+            shown = run.settings.get(name)
+            number = _int(shown.value) if shown is not None else None
+            if number is not None and number >= 0:
+                chosen.add(number)
+    return chosen
+
+
+def facts_of(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
+    """The facts document of what the paste shows, or None when it shows no listing."""
+    messages = _ordered(runs, sources)
+    if not messages:
+        return None
+    listing = _Listing()
+    for m in messages:
+        listing.read(m)
+    named = named_devices(runs)
+    chosen = selected_gid_indexes(runs)
+    devices = []
+    for dev in listing.devices.values():
+        ports = [dev["ports"][n] for n in sorted(dev["ports"])]
+        for p in ports:
+            if p["link_layer"] is None and any(g.get("ipv4") for g in p["gids"] or []):
+                p["link_layer"] = "Ethernet"        # IPv4-mapped GIDs exist only on RoCE ports
+            p["named"] = (dev["name"] in named) if named else None
+            picked = [g for g in p["gids"] or [] if g["index"] in chosen] if len(chosen) == 1 else []
+            p["gid_selected"] = picked[0] if picked else None
+        devices.append({**dev, "ports": ports})
+    sections: Dict[str, Any] = {}
+    if devices:
+        sections["devices"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
+                               "data": {"devices": devices, "rdma_subsystem": True}}
+    if listing.netns_mode:
+        sections["kernel"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
+                              "data": {"rdma_netns_mode": listing.netns_mode}}
+    if listing.links:
+        sections["netlink"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
+                               "data": {"links": list(listing.links.values())}}
+    if not sections:
+        return None
+    return {"schema": SCHEMA, "host": {"pasted": True}, "sections": sections}

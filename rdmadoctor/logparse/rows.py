@@ -1,0 +1,33 @@
+"""Result rows that carry no word: fabtests' and fi_pingpong's table ("64  10  =10  1.2k  0.00s  19.69  3.25  0.31").
+
+The catalogue's prefilter only tries a pattern on lines that hold its keyword; a row of numbers holds none. The
+entries listed here (knowledge/messages/<producer>.toml, `result = true`) are tried on every line shaped like a row
+instead, so that a completed run's table is its evidence of health.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import List, Optional
+
+from rdmadoctor.logparse import catalog
+
+ROW_IDS = ("LIBFABRIC.FT_RESULT",)
+# the time column ("0.00s") followed by three numbers ends every such row
+_SHAPE = re.compile(r"\d\.\d\ds\s+\S+\s+\S+\s+\S+\s*$")
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> List[catalog.Pattern]:
+    return [p for p in catalog.load().patterns if p.id in ROW_IDS]
+
+
+def result_row(line: str) -> Optional[catalog.Match]:
+    if not _SHAPE.search(line):
+        return None
+    for pattern in _patterns():
+        m = pattern.regex.search(line)
+        if m:
+            return catalog.Match(pattern, m.start(), m.end(), m.group(0),
+                                 {k: v for k, v in m.groupdict().items() if v is not None})
+    return None

@@ -1,0 +1,115 @@
+"""Observations about runs of rdma-core's test programs and of perftest with GPU memory, for the rules of
+rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FEATURES, FIELDS_OF) on import.
+
+  gpu_memory          the run used GPU (or other accelerator) memory: perftest's --use_cuda/--use_rocm/... options,
+                      its header's "Use ROCm memory : ON", or the lines its CUDA/ROCm code prints
+  pingpong_gid_option the GID index an ibv_*_pingpong command line chose with -g (None: no -g, or no command line)
+  pingpong_local_gid  the GID an ibv_*_pingpong run printed in its "local address:" line, and what kind it is
+  pingpong_gid_family that kind alone: empty | link-local | ipv4 | ipv6
+  run_tool            the program whose command line started the run
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Dict, Optional
+
+from rdmadoctor.model import Run
+from rdmadoctor.views import features
+
+# perftest's options that put the buffers in accelerator memory (knowledge/perftest.py names them)
+GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "use_rocm_dmabuf", "use_neuron",
+               "use_neuron_dmabuf", "use_hl", "use_mlu", "use_mlu_dmabuf", "use_musa", "use_musa_dmabuf",
+               "use_opencl")
+# what perftest's cuda_memory.c / rocm_memory.c print while they set the buffer up (every generation's wording)
+_GPU_LINE = re.compile(r"initializing CUDA|creating CUDA Ctx|allocated GPU buffer|cuMemAlloc\(\) of a|"
+                       r"using DMA-BUF for GPU buffer|Using ROCm Device|hipMalloc|Picking GPU number", re.IGNORECASE)
+_PINGPONG = re.compile(r"^ibv_(?:rc|uc|ud|srq|xsrq)_pingpong$")
+
+
+def _source_lines(run: Run, ctx: Dict[str, Any]):
+    for source in ctx.get("sources", []):
+        if source.name == run.source:
+            return source.lines
+    return []
+
+
+def gpu_memory(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    if run.command is not None:
+        for option in GPU_OPTIONS:
+            if option in run.command.options:
+                kind = option.split("_")[1] if "_" in option else option
+                return {"kind": kind, "how": f"--{option}", "line": run.command.line}
+    for name in ("rocm_memory", "musa_memory"):
+        field = run.header.get(name)
+        if field is not None and str(field.value).upper() == "ON":
+            return {"kind": name.split("_")[0], "how": f"header: {name} ON", "line": field.line}
+    lines = _source_lines(run, ctx)
+    # perftest's CUDA/ROCm set-up lines are no messages: they may precede the run's first recognised line, down to
+    # the end of the run before it in the same input
+    earlier = [r.last_line for r in ctx.get("runs", []) if r.source == run.source and r.last_line < run.first_line]
+    start = max(earlier) + 1 if earlier else 1
+    for number in range(max(start, 1), min(run.last_line, len(lines)) + 1):
+        m = _GPU_LINE.search(lines[number - 1])
+        if m:
+            kind = "rocm" if "rocm" in m.group(0).lower() or "hip" in m.group(0).lower() else "cuda"
+            return {"kind": kind, "how": m.group(0), "line": number}
+    return None
+
+
+def pingpong_gid_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
+    if run.command is None or not _PINGPONG.match(run.command.tool or ""):
+        return None
+    for option in ("-g", "--gid-idx"):
+        value = run.command.options.get(option)
+        try:
+            return int(str(value))
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _family(gid: str) -> Optional[str]:
+    try:
+        addr = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return None
+    if addr == ipaddress.IPv6Address("::"):
+        return "empty"
+    if addr.ipv4_mapped:
+        return "ipv4"
+    return "link-local" if addr.is_link_local else "ipv6"
+
+
+def pingpong_local_gid(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The local address line's GID. A paste may wrap the GID onto the next line ("GID" ends the line)."""
+    lines = _source_lines(run, ctx)
+    for m in run.messages:
+        if m.id != "VERBS.EX_ADDRESS" or str(m.fields.get("side", "")).lower() != "local":
+            continue
+        gid = m.fields.get("gid")
+        printed = lines[m.line - 1].rstrip() if 0 < m.line <= len(lines) else m.text
+        if not gid and printed.endswith("GID") and m.line < len(lines):
+            gid = lines[m.line].strip()
+        family = _family(gid) if gid else None
+        if family is not None:
+            return {"gid": gid, "family": family, "lid": m.fields.get("lid"), "line": m.line}
+    return None
+
+
+def pingpong_gid_family(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    """empty | link-local | ipv4 | ipv6: the kind of GID pingpong_local_gid found."""
+    local = features.feature(run, "pingpong_local_gid", ctx)
+    return local["family"] if local else None
+
+
+def run_tool(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    """The program whose command line started the run (rping, ibv_rc_pingpong, rdma, fi_pingpong ...)."""
+    return run.command.tool if run.command is not None else run.tool
+
+
+FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool)}
+FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line")}
+
+features.FEATURES.update(FEATURES)
+features.FIELDS_OF.update(FIELDS_OF)

@@ -1,0 +1,78 @@
+"""render/text.py: every line fits the width with hanging indents, words are never split, marks fall back to
+ASCII when the output's encoding cannot carry them, and the result speaks Chinese when asked."""
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rdmadoctor.collectors import load_facts
+from rdmadoctor.engine import diagnose
+from rdmadoctor.logparse import parse_paths
+from rdmadoctor.render import text
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SEED = ROOT / "fixtures/handwritten/seed-qp-mismatch"
+FACTS = ROOT / "fixtures/facts/lab/bookworm/facts-root.json"
+
+
+def cells(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def run(*args, encoding="utf-8", lang_env=None):
+    env = dict(os.environ, PYTHONIOENCODING=encoding, COLUMNS="200")
+    env.pop("LANG", None), env.pop("LC_ALL", None)
+    if lang_env:
+        env["LANG"] = lang_env
+    proc = subprocess.run([sys.executable, "-m", "rdmadoctor", *args], capture_output=True, env=env, timeout=120)
+    return proc.stdout.decode(encoding)
+
+
+@pytest.mark.parametrize("args", [
+    ("explain", str(SEED / "server.log"), str(SEED / "client.log")),
+    ("explain", "-v", str(SEED / "server.log"), str(SEED / "client.log")),
+    ("check", "--from", str(FACTS)),
+    ("check", "--from", str(FACTS), "--lang", "zh"),
+    ("rules", "list"),
+])
+def test_every_line_fits_80_columns_in_a_pipe(args):
+    out = run(*args)
+    assert out.strip()
+    too_long = [l for l in out.splitlines() if cells(l) > 80 and len(l.split()) > 1]
+    assert not too_long, too_long[:5]
+
+
+def test_a_word_is_never_split_and_indents_hang():
+    lines = text.wrap("Build the kernel with CONFIG_INFINIBAND=m and reboot; then load ib_uverbs.", 30, "  Fix: ")
+    assert lines[0].startswith("  Fix: ") and all(l.startswith("       ") for l in lines[1:])
+    assert any("CONFIG_INFINIBAND=m" in l for l in lines)
+    long_token = text.wrap("see /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3 now", 20, "")
+    assert "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3" in long_token
+
+
+def test_the_same_text_in_a_pipe_every_time():
+    assert run("check", "--from", str(FACTS)) == run("check", "--from", str(FACTS))
+
+
+def test_marks_fall_back_to_ascii_when_the_terminal_cannot_show_them():
+    out = run("check", "--from", str(FACTS), encoding="gbk")
+    assert "[ok]" in out and "✓" not in out
+    assert text.marks_for("utf-8")["pass"] == "[✓]" and text.marks_for("ascii")["arrow"] == "->"
+
+
+def test_chinese_when_asked_or_from_the_locale():
+    assert "端口状态" in run("check", "--from", str(FACTS), "--lang", "zh")
+    assert "端口状态" in run("check", "--from", str(FACTS), lang_env="zh_CN.UTF-8")
+    assert "Port state" in run("check", "--from", str(FACTS))
+
+
+def test_rendering_in_process_respects_the_console_width():
+    d = diagnose.explain(parse_paths([str(SEED / "server.log"), str(SEED / "client.log")]))
+    console = Console(width=60, force_terminal=True, color_system=None, record=True)
+    text.render(d, console)
+    lines = console.export_text().splitlines()
+    assert all(cells(l) <= 60 or len(l.split()) == 1 for l in lines), [l for l in lines if cells(l) > 60]

@@ -1,0 +1,92 @@
+"""views/factview.py: the facts joined into the flat view fact rules read."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from rdmadoctor.knowledge import perftest
+from rdmadoctor.views import factview
+
+
+def section(data: Dict[str, Any], status: str = "ok") -> Dict[str, Any]:
+    return {"status": status, "data": data}
+
+
+def port(n: int = 1, netdev: str = "eth0", state: str = "ACTIVE", rate: float = 100.0, **kw: Any) -> Dict[str, Any]:
+    return {"port": n, "state": state, "link_layer": "Ethernet", "netdev": netdev, "rate_gbps": rate,
+            "gids": [{"index": 0, "gid": "fe80::1", "type": "RoCE v2"},
+                     {"index": 3, "gid": "::ffff:192.0.2.1", "type": "RoCE v2", "ipv4": "192.0.2.1"},
+                     {"index": 2, "gid": "::ffff:192.0.2.1", "type": "IB/RoCE v1", "ipv4": "192.0.2.1"}], **kw}
+
+
+def facts(ports=None, links=None, addresses=None, limits=None, driver: str = "mlx5_core",
+          host: Dict[str, Any] = None) -> Dict[str, Any]:
+    sections = {
+        "devices": section({"devices": [{"name": "mlx5_0", "driver": driver, "ports": ports or [port()]}]}),
+        "netlink": section({"links": links if links is not None else
+                            [{"ifname": "eth0", "admin_up": True, "operstate": "UP", "mtu": 9000}],
+                            "addresses": addresses if addresses is not None else
+                            [{"ifname": "eth0", "family": 4, "address": "192.0.2.1"},
+                             {"ifname": "eth0", "family": 6, "address": "2001:db8::1"}]}),
+    }
+    if limits is not None:
+        sections["limits"] = section(limits)
+    return {"host": host or {}, "sections": sections}
+
+
+def test_a_port_is_joined_with_its_netdev_and_addresses():
+    (p,) = factview.build(facts())["ports"]
+    assert p["label"] == "mlx5_0 port 1" and p["is_roce"] and not p["is_ib"]
+    assert p["netdev_known"] and p["netdev_up"] is True and p["netdev_oper"] == "UP" and p["netdev_mtu"] == 9000
+    assert p["netdev_ipv4"] == ["192.0.2.1"]                                # IPv4 only
+    assert p["ipv4_gids"] == ["::ffff:192.0.2.1", "::ffff:192.0.2.1"]
+    assert p["ipv4_v2_gids"] == ["3: ::ffff:192.0.2.1"]
+
+
+def test_a_port_whose_netdev_is_not_among_the_links_is_not_known():
+    (p,) = factview.build(facts(links=[]))["ports"]
+    assert p["netdev_known"] is False and p["netdev_up"] is None and p["netdev_oper"] is None
+
+
+def test_unreadable_sections_are_listed_with_their_reasons():
+    f = facts()
+    f["sections"]["kernel"] = {"status": "unavailable", "reason": "permission denied"}
+    view = factview.build(f)
+    assert view["readable"]["devices"] and not view["readable"]["kernel"]
+    assert view["reasons"]["kernel"] == "permission denied"
+
+
+@pytest.mark.parametrize("soft, exempt, below_default, below_all_sizes", [
+    (64 * 1024, False, True, True),                  # 64 KiB: even the default test cannot pin its buffers
+    (8 * 1024 * 1024, False, False, True),           # 8 MiB: enough for the default, not for -a
+    (64 * 1024, True, False, False),                 # root or CAP_IPC_LOCK: the limit does not apply
+    (None, False, False, False),                     # unlimited
+])
+def test_memlock_predicates(soft, exempt, below_default, below_all_sizes):
+    limits = {"memlock": {"soft": soft, "hard": soft}, "cap_ipc_lock": exempt}
+    memlock = factview.build(facts(limits=limits))["memlock"]
+    assert memlock["below_default"] is below_default and memlock["below_all_sizes"] is below_all_sizes
+    assert memlock["exempt"] is exempt and memlock["known"] is True
+    assert memlock["unlimited"] is (soft is None)
+
+
+def test_memlock_below_is_relative_to_what_perftest_pins():
+    assert factview.memlock_below(perftest.DEFAULT_PIN - 1, False, perftest.DEFAULT_PIN)
+    assert not factview.memlock_below(perftest.DEFAULT_PIN, False, perftest.DEFAULT_PIN)
+    assert not factview.memlock_below(None, False, perftest.DEFAULT_PIN)
+
+
+def test_root_is_exempt_from_memlock():
+    view = factview.build(facts(limits={"memlock": {"soft": 65536}}, host={"is_root": True}))
+    assert view["is_root"] and view["memlock"]["exempt"] and not view["memlock"]["below_default"]
+
+
+def test_link_rate_is_the_one_rate_of_the_active_hardware_ports():
+    assert factview.link_rate_gbps(factview.build(facts())) == 100.0
+    two = facts(ports=[port(1, rate=100.0), port(2, netdev="eth1", rate=25.0)])
+    assert factview.link_rate_gbps(factview.build(two)) is None                # which one the test used is unknown
+    down = facts(ports=[port(1, rate=100.0), port(2, netdev="eth1", state="DOWN", rate=25.0)])
+    assert factview.link_rate_gbps(factview.build(down)) == 100.0
+    assert factview.link_rate_gbps(factview.build(facts(driver="rxe"))) is None   # Soft-RoCE's rate is nominal
+    assert factview.link_rate_gbps(None) is None
