@@ -103,7 +103,8 @@ def main(argv=None) -> int:
         print(f"fleet check --from --html: median {statistics.median(times):.2f} s, best {min(times):.2f} s "
               f"over {len(times)} runs ({cpus} CPUs, load average {load:.1f}); aim: under 10 s")
         print(f"CPU time (the command and its worker processes): median {statistics.median(cpu):.2f} s; "
-              f"on {cpus} idle CPUs the wall time is about {statistics.median(cpu) / max(1, min(cpus or 1, 2)) + 0.5:.1f} s")
+              f"on {cpus} idle CPUs the wall time is about "
+              f"{statistics.median(cpu) / max(1, min(cpus or 1, 2)) + 0.5:.1f} s")
         print(f"HTML: {html.stat().st_size / 1e6:.2f} MB{' (kept: ' + str(html) + ')' if args.html else ''}")
         print(f"verdict: {line[:300]}")
         return 0

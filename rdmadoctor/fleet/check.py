@@ -81,7 +81,9 @@ def _read_file(path: str) -> List[Dict[str, Any]]:
                     except jsonio.JsonInputError as exc:
                         out.append(node_records.without_result(f"{p.stem}:{n}", "bad-facts", str(exc)))
                         continue
-                    facts = (doc.get("facts") if doc.get("schema") == RESULT_SCHEMA else doc) if isinstance(doc, dict) else None
+                    facts = None
+                    if isinstance(doc, dict):
+                        facts = doc.get("facts") if doc.get("schema") == RESULT_SCHEMA else doc
                     host = ((facts or {}).get("host") or {}) if isinstance(facts, dict) else {}
                     name = host.get("hostname") if isinstance(host.get("hostname"), str) else None
                     out.append(_diagnosed(name or f"{p.stem}:{n}", doc, what))
@@ -135,7 +137,7 @@ def from_dir(directory: Path, names: Optional[Iterable[str]] = None, table: Any 
     jobs = max(1, min(jobs or (os.cpu_count() or 1), 16, max(1, len(paths) // 32)))
     records = _in_parallel(paths, jobs) if jobs > 1 else _read_many(paths)
     if wanted is not None:
-        by_node = {}
+        by_node: Dict[str, Dict[str, Any]] = {}
         for r in records:
             if r["node"] in keep:
                 by_node.setdefault(r["node"], r)

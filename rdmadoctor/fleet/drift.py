@@ -92,7 +92,8 @@ def attributes(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     versions = _data(facts, "versions")
     devices = [d for d in (_data(facts, "devices").get("devices") or []) if isinstance(d, dict)]
     ports = _active(_ports(devices))
-    links = {l.get("ifname"): l for l in (_data(facts, "netlink").get("links") or []) if isinstance(l, dict)}
+    links = {link.get("ifname"): link for link in (_data(facts, "netlink").get("links") or [])
+             if isinstance(link, dict)}
     limits = _data(facts, "limits")
     pci = [p for p in (_data(facts, "pci").get("devices") or []) if isinstance(p, dict)]
     qos = [q for q in (_data(facts, "qos").get("links") or []) if isinstance(q, dict)]

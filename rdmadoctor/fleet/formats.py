@@ -52,7 +52,7 @@ def check_prom(doc: Dict[str, Any]) -> str:
     from prometheus_client.exposition import generate_latest
     registry = CollectorRegistry()
     verdict = doc.get("verdict") or {}
-    status = verdict.get("status") if verdict.get("status") in STATUSES else "unknown"
+    status = str(verdict.get("status")) if verdict.get("status") in STATUSES else "unknown"
     Enum("rdmadoctor_status", "The verdict of rdmadoctor check on this host.", states=list(STATUSES),
          registry=registry).state(status)
     Gauge("rdmadoctor_exit_code", "rdmadoctor check's exit code: 0 ok, 1 warning, 2 failure, 3 unknown.",
@@ -174,7 +174,8 @@ def fleet_prom(doc: Dict[str, Any]) -> str:
         for b in probe.get("blame") or []:
             blamed.labels(b["kind"], _one_line(",".join(b["nodes"])), _one_line(b.get("cause") or "unknown")).set(1)
     if isinstance(doc.get("seconds"), (int, float)):
-        Gauge("rdmadoctor_fleet_duration_seconds", "How long the fleet run took.", registry=registry).set(doc["seconds"])
+        Gauge("rdmadoctor_fleet_duration_seconds", "How long the fleet run took.",
+              registry=registry).set(doc["seconds"])
     import time
     Gauge("rdmadoctor_fleet_last_run_timestamp_seconds", "When this fleet run ended (Unix time).",
           registry=registry).set(round(time.time(), 3))

@@ -7,7 +7,7 @@ block), the drift, every node in a table that searches and sorts, and for `fleet
 
 It builds on the single-host report (rdmadoctor/render): the same template engine settings (jinja2,
 autoescaped: every value from a node is text, never markup), the same stylesheet and script (report.css and
-report.js, read from rdmadoctor/render/templates, with the fleet's own fleet.css and fleet.js after them), the
+report.js, read from rdmadoctor/render/html/templates, with the fleet's own fleet.css and fleet.js after them), the
 same Content-Security-Policy (the inline style and script allowed by their hashes, nothing loaded).
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _env() -> jinja2.Environment:
     if _ENV is None:
         _ENV = jinja2.Environment(
             loader=jinja2.ChoiceLoader([jinja2.PackageLoader("rdmadoctor.fleet", "templates"),
-                                        jinja2.PackageLoader("rdmadoctor.render", "templates")]),
+                                        jinja2.PackageLoader("rdmadoctor.render.html", "templates")]),
             autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.ChainableUndefined)
     return _ENV
 
@@ -87,11 +87,13 @@ def heatmap(records: List[Dict[str, Any]]) -> Dict[str, Any]:
     for k in keys:
         if k.startswith("state:"):
             cls[k] = "hna"
+    order = bad + sorted(k for k in keys if k.startswith("state:")) + (["ok"] if "ok" in keys else [])
     legend = [{"key": k, "label": k[6:].replace("-", " ") if k.startswith("state:") else k, "cls": cls[k],
-               "count": keys[k]} for k in bad + sorted(k for k in keys if k.startswith("state:")) + (["ok"] if "ok" in keys else [])]
-    cells = [{"node": r["node"], "id": anchor(r["node"]), "cls": cls[_cause_key(r)], "key": _cause_key(r), "status": r.get("status"),
-              "title": f"{r['node']}: " + (r.get("cause") or r.get("status") if r.get("state") == "checked"
-                                          else STATE_LABELS.get(r.get("state"), r.get("state")))}
+               "count": keys[k]} for k in order]
+    cells = [{"node": r["node"], "id": anchor(r["node"]), "cls": cls[_cause_key(r)], "key": _cause_key(r),
+              "status": r.get("status"),
+              "title": f"{r['node']}: " + _s(r.get("cause") or r.get("status") if r.get("state") == "checked"
+                                             else STATE_LABELS.get(_s(r.get("state")), r.get("state")))}
              for r in records]
     return {"cells": cells, "legend": legend, "class_of": cls}
 
@@ -103,9 +105,11 @@ def _node_rows(records: List[Dict[str, Any]], class_of: Dict[str, str]) -> List[
         rows.append({
             "node": r["node"], "id": anchor(r["node"]),
             "status": r.get("status") or "unknown", "state": r.get("state"),
-            "state_label": STATE_LABELS.get(r.get("state"), r.get("state")),
-            "cause": r.get("cause") or ("" if r.get("state") == "checked" else STATE_LABELS.get(r.get("state"), "")),
-            "cls": class_of.get(_cause_key(r), "hna"), "key": _cause_key(r), "summary": r.get("summary") or "", "fix": r.get("fix") or "",
+            "state_label": STATE_LABELS.get(_s(r.get("state")), r.get("state")),
+            "cause": r.get("cause") or ("" if r.get("state") == "checked"
+                                        else STATE_LABELS.get(_s(r.get("state")), "")),
+            "cls": class_of.get(_cause_key(r), "hna"), "key": _cause_key(r), "summary": r.get("summary") or "",
+            "fix": r.get("fix") or "",
             "rule": r.get("rule") or "", "seconds": r.get("seconds"),
             "attrs": [_s(a.get(k)) for k in COLUMNS],
             "problems": r.get("problems") or [], "findings": r.get("findings") or [],
@@ -146,10 +150,11 @@ def build_view(doc: Dict[str, Any]) -> Dict[str, Any]:
     records = sorted([r for r in doc.get("nodes") or [] if isinstance(r, dict) and r.get("node")],
                      key=lambda r: sort_key(r["node"]))
     heat = heatmap(records)
-    status = doc.get("status") if doc.get("status") in STATUS_LABELS else "unknown"
+    status = str(doc.get("status")) if doc.get("status") in STATUS_LABELS else "unknown"
     s = doc.get("summary") or {}
     bad = [g for g in doc.get("groups") or [] if g.get("status") != "ok"]
-    headline = (f"{s.get('nodes', 0)} nodes: " + ", ".join(f"{s.get(k)} {k}" for k in ("failure", "warning", "unknown", "ok")
+    headline = (f"{s.get('nodes', 0)} nodes: " + ", ".join(f"{s.get(k)} {k}"
+                                                           for k in ("failure", "warning", "unknown", "ok")
                                                            if s.get(k)))
     probe = doc.get("probe")
     if probe:

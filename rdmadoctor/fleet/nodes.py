@@ -99,7 +99,7 @@ def result_document(stdout: bytes, what: str) -> Dict[str, Any]:
 
 
 def _last_line(data: bytes) -> str:
-    lines = [l.strip() for l in data.decode("utf-8", "replace").splitlines() if l.strip()]
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 

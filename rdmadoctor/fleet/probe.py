@@ -72,12 +72,12 @@ def _evidence(doc: Mapping[str, Any]) -> Dict[str, Any]:
     probe = ((((doc.get("facts") or {}).get("sections") or {}).get("probe") or {}).get("data")) or {}
     if not isinstance(probe, dict):
         return {}
-    burst = probe.get("burst") if isinstance(probe.get("burst"), dict) else {}
-    listener = probe.get("listener") if isinstance(probe.get("listener"), dict) else {}
+    burst: Dict[str, Any] = probe["burst"] if isinstance(probe.get("burst"), dict) else {}
+    listener: Dict[str, Any] = probe["listener"] if isinstance(probe.get("listener"), dict) else {}
     peer_burst = next((e for e in reversed(listener.get("events") or []) if isinstance(e, dict)
                        and e.get("ev") == "burst"), {})
     tcp = [{"port": t.get("port"), "outcome": t.get("outcome")} for t in probe.get("tcp") or [] if isinstance(t, dict)]
-    cm = probe.get("cm") if isinstance(probe.get("cm"), dict) else {}
+    cm: Dict[str, Any] = probe["cm"] if isinstance(probe.get("cm"), dict) else {}
     return {
         "network_seconds": probe.get("network_seconds"),
         "tcp": tcp[:4],
@@ -222,7 +222,8 @@ def retests(results: Sequence[Dict[str, Any]], known: Optional[Mapping[Tuple[str
     return out
 
 
-def judge(results: Sequence[Dict[str, Any]], again: Mapping[Tuple[str, str], Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+def judge(results: Sequence[Dict[str, Any]],
+          again: Mapping[Tuple[str, str], Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:
     """Whom each failed pair blames, from its two retests: grouped into blamed nodes, links, both, undetermined."""
     verdicts = []
     for p in results:
@@ -231,9 +232,10 @@ def judge(results: Sequence[Dict[str, Any]], again: Mapping[Tuple[str, str], Opt
         ra, rb = again.get((p["a"], "client")), again.get((p["b"], "agent"))
         a_bad, b_bad = bool(ra and ra["outcome"] == "failed"), bool(rb and rb["outcome"] == "failed")
         a_ok, b_ok = bool(ra and ra["outcome"] in GOOD), bool(rb and rb["outcome"] in GOOD)
-        if a_bad and b_ok:
+        source: Dict[str, Any] = p
+        if a_bad and b_ok and ra is not None:
             kind, nodes, source = "node", [p["a"]], ra
-        elif b_bad and a_ok:
+        elif b_bad and a_ok and rb is not None:
             kind, nodes, source = "node", [p["b"]], rb
         elif a_ok and b_ok:
             kind, nodes, source = "link", [p["a"], p["b"]], p
@@ -283,7 +285,8 @@ def _cut(entries: List[Dict[str, Any]], results: Sequence[Dict[str, Any]]) -> Li
     entry = {"kind": "group", "nodes": names, "cause": None if cause == "unknown" else cause,
              "rule": links[0].get("rule"),
              "summary": f"these {len(names)} nodes pass between themselves and fail with the others: what they share "
-                        "(a switch, its uplink, a VLAN, PFC) is the suspect", "pairs": [x for e in links for x in e["pairs"]]}
+                        "(a switch, its uplink, a VLAN, PFC) is the suspect",
+             "pairs": [x for e in links for x in e["pairs"]]}
     return [entry] + [e for e in entries if e["kind"] != "link"]
 
 
@@ -323,9 +326,9 @@ def isolate(results: List[Dict[str, Any]], prober: Prober, first_round: int, max
         else:
             again[key] = {"outcome": "not-run", "summary": "beyond the isolation rounds allowed"}
     for rec in records:
+        pair = (rec["a"], rec["b"])
         rec["retest_of"] = sorted({f"{p['a']}->{p['b']}" for p in results if p["outcome"] == "failed"
-                                   and ((p["a"], "client") in wanted and wanted[(p["a"], "client")] == (rec["a"], rec["b"])
-                                        or (p["b"], "agent") in wanted and wanted[(p["b"], "agent")] == (rec["a"], rec["b"]))})
+                                   and pair in (wanted.get((p["a"], "client")), wanted.get((p["b"], "agent")))})
     return records, judge(results, again), ran_rounds
 
 

@@ -35,7 +35,7 @@ def groups(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for (status, state, cause), members in by_key.items():
         first = members[0]
         summaries = {m.get("summary") for m in members}
-        rules = sorted({m.get("rule") for m in members if m.get("rule")})
+        rules = sorted({str(m["rule"]) for m in members if m.get("rule")})
         out.append({
             "status": status, "state": state, "cause": cause, "label": _label(status, state, cause),
             "nodes": fold(m["node"] for m in members), "count": len(members), "rules": rules,

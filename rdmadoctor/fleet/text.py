@@ -22,7 +22,8 @@ def _counts(s: Dict[str, int]) -> str:
 
 
 def render(doc: Dict[str, Any], verbose: bool = False) -> str:
-    out: List[str] = [f"FLEET {STATUS_WORD.get(doc.get('status'), 'UNKNOWN')}  {_counts(doc.get('summary') or {})}"]
+    word = STATUS_WORD.get(str(doc.get("status")), "UNKNOWN")
+    out: List[str] = [f"FLEET {word}  {_counts(doc.get('summary') or {})}"]
     for g in doc.get("groups") or []:
         word = (g["status"] if g["state"] == "checked" else "unknown").ljust(8)
         label = (_p(g["label"]) if g["status"] != "ok" else "-").ljust(28)
@@ -63,7 +64,8 @@ def _probe_lines(probe: Dict[str, Any], verbose: bool) -> List[str]:
            f"{plan.get('pairs')} pair(s): " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
     for b in probe.get("blame") or []:
         where = " - ".join(b["nodes"]) if b["kind"] == "link" else ", ".join(b["nodes"])
-        out.append(f"  {_p(b['kind']).ljust(12)} {_p(where).ljust(24)} {_p(b.get('cause') or 'unknown')}: {_p(b.get('summary'))}"
+        out.append(f"  {_p(b['kind']).ljust(12)} {_p(where).ljust(24)} {_p(b.get('cause') or 'unknown')}: "
+                   f"{_p(b.get('summary'))}"
                    f" ({len(b.get('pairs') or [])} failed pair{'s' if len(b.get('pairs') or []) != 1 else ''})")
     shown = [p for p in pairs if p["outcome"] not in ("passed",) or verbose]
     if shown:

@@ -65,7 +65,8 @@ def test_a_thousand_nodes(pages, thousand, browser):
 
     # the status filter
     failing = doc["summary"]["failure"]
-    pages.js("var s = document.getElementById('status-filter'); s.value = 'failure'; s.dispatchEvent(new Event('change'));")
+    pages.js("var s = document.getElementById('status-filter'); s.value = 'failure';"
+             " s.dispatchEvent(new Event('change'));")
     assert _shown(pages) == failing
     pages.js("var s = document.getElementById('status-filter'); s.value = ''; s.dispatchEvent(new Event('change'));")
 
@@ -117,13 +118,14 @@ def test_a_probe_matrix(pages):
     plan, results, extra, blame, iso = probe.probe_plan(
         members, ProbeOptions(), simulated(bad_nodes={"node0005"}, bad_links=[("node0009", "node0014")]))
     doc = report.build("probe", [nodes.from_result(n, result_of(FACTS["healthy"])) for n in members])
-    doc["probe"] = {"design": "each pair (a, b): `rdmadoctor check --peer <b> --json` on a over ssh; b's agent serves it",
+    doc["probe"] = {"design": "each pair (a, b): `rdmadoctor check --peer <b> --json` on a over ssh",
                     "plan": plan.stats(60), "isolation_rounds": iso, "members": 16, "excluded": [], "addresses": {},
                     "pairs": results + extra, "blame": blame}
     doc["status"] = "failure"
     pages.open(html.render(doc), "fleet-probe")
     assert not pages.errors()
     assert pages.js("return document.querySelectorAll('svg.matrix rect.mx').length") > 100
-    kinds = pages.js("return Array.from(document.querySelectorAll('#blame li')).map(li => li.dataset.kind + ':' + li.dataset.nodes)")
+    kinds = pages.js("return Array.from(document.querySelectorAll('#blame li'))"
+                     ".map(li => li.dataset.kind + ':' + li.dataset.nodes)")
     assert "node:node0005" in kinds and "link:node0009,node0014" in kinds
     pages.screenshot("fleet-probe-16", 1280)

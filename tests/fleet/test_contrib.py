@@ -116,7 +116,8 @@ def test_a_timeout_is_named_and_the_wrapper_ends_well_inside_60_s(fake):
 
 def test_default_bounds_fit_slurms_limit():
     text = WRAPPER.read_text()
-    assert 'CHECK_TIMEOUT="${CHECK_TIMEOUT:-40}"' in text and "timeout -k 5" in text and "timeout -k 2 5 scontrol" in text
+    assert 'CHECK_TIMEOUT="${CHECK_TIMEOUT:-40}"' in text and "timeout -k 5" in text
+    assert "timeout -k 2 5 scontrol" in text
     # 40 s + 5 s to kill + two scontrol calls of at most 7 s: under 60 s
 
 

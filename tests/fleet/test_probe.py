@@ -60,7 +60,7 @@ def test_could_not_run_is_never_failed():
 def simulated(bad_nodes=(), bad_links=(), uplink=(), calls=None):
     """A prober for a fleet with faults: a bad node fails every probe it is in; a bad link fails between its two
     nodes only; the nodes behind a bad uplink fail with every node outside their group."""
-    links = {frozenset(l) for l in bad_links}
+    links = {frozenset(pair) for pair in bad_links}
     group = set(uplink)
 
     def prober(pairs: List[Tuple[str, str]], number: int, purpose: str) -> List[Dict]:
@@ -175,7 +175,7 @@ def test_fleet_probe_over_ssh(tmp_path, monkeypatch, probe_results):
     busy = _intervals(text, {v: k for k, v in address.items()})
     for node, spans in busy.items():
         spans.sort()
-        for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        for (_, e1), (s2, _) in zip(spans, spans[1:]):
             assert s2 >= e1, f"{node} was in two probes at once"
 
 

@@ -23,7 +23,7 @@ def test_full_plan_is_every_pair_once_and_disjoint_rounds(n):
     assert len(seen) == len(set(seen)) == n * (n - 1) // 2
     assert len(plan.rounds) == (n - 1 if n % 2 == 0 else n)
     served = {}
-    for a, b in (p for rnd in plan.rounds for p in rnd):
+    for _, b in (p for rnd in plan.rounds for p in rnd):
         served[b] = served.get(b, 0) + 1
     # roles alternate: no node is the agent in much more than half its probes
     assert max(served.values()) <= (n - 1) // 2 + 1

@@ -126,7 +126,8 @@ def _write_results(doc, pdoc, times) -> None:
     for row in doc["drift"]:
         lines.append(f"* {row['label']}: " + "; ".join(f"{v['value']} on {v['nodes']}" for v in row["values"]))
     lines += ["", "## fleet probe (as root, with the agents' token)", "",
-              "| round | purpose | client -> agent | outcome | cause | rung | seconds |", "|---|---|---|---|---|---|---|"]
+              "| round | purpose | client -> agent | outcome | cause | rung | seconds |",
+              "|---|---|---|---|---|---|---|"]
     for p in pdoc["probe"]["pairs"]:
         lines.append(f"| {p['round']} | {p['purpose']} | {p['a']} -> {p['b']} | {p['outcome']} | {p['cause'] or '-'} | "
                      f"{p['rung'] or '-'} | {p['seconds']} |")
