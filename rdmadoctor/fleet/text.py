@@ -23,7 +23,10 @@ def _counts(s: Dict[str, int]) -> str:
 
 def render(doc: Dict[str, Any], verbose: bool = False) -> str:
     word = STATUS_WORD.get(str(doc.get("status")), "UNKNOWN")
-    out: List[str] = [f"FLEET {word}  {_counts(doc.get('summary') or {})}"]
+    counts = _counts(doc.get("summary") or {})
+    if doc.get("command") == "probe":
+        counts = f"pairwise probe; the nodes' own checks: {counts}"
+    out: List[str] = [f"FLEET {word}  {counts}"]
     for g in doc.get("groups") or []:
         word = (g["status"] if g["state"] == "checked" else "unknown").ljust(8)
         label = (_p(g["label"]) if g["status"] != "ok" else "-").ljust(28)

@@ -195,3 +195,28 @@ def _intervals(text, node_of_address):
             busy.setdefault(node, []).append(span)
             busy.setdefault(target.pop(node), []).append(span)
     return busy
+
+
+def test_fleet_probe_command_line(tmp_path, probe_results):
+    import os
+    import subprocess
+    import sys
+    from tests.fleet.helpers import ROOT
+    nodes = [f"n{i}" for i in range(1, 5)]
+    address = {n: f"192.0.2.{20 + i}" for i, n in enumerate(nodes, 1)}
+    healthy, mtu = str(probe_results["healthy"]), str(probe_results["mtu-mismatch"])
+    plan = {n: {"pairs": {address["n3"]: mtu}, "default": healthy} for n in nodes}
+    plan["n3"] = {"pairs": {a: mtu for a in address.values()}, "default": healthy}
+    (tmp_path / "addresses").write_text("".join(f"{n} {a}\n" for n, a in address.items()))
+    env = dict(os.environ, FAKESSH_PLAN=str(write_plan(tmp_path, plan)), PYTHONPATH=str(ROOT))
+    html = tmp_path / "probe.html"
+    out = subprocess.run([sys.executable, "-m", "rdmadoctor", "fleet", "probe", "n[1-4]", "--ssh-path", FAKESSH,
+                          "--addresses", str(tmp_path / "addresses"), "--format", "line", "--html", str(html)],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == "RDMA CRITICAL 3 of 6 pairs: node n3 mtu-mismatch\n"
+    assert 'data-kind="node" data-nodes="n3"' in html.read_text()
+    text = subprocess.run([sys.executable, "-m", "rdmadoctor", "fleet", "probe", "n[1-4]", "--ssh-path", FAKESSH,
+                           "--addresses", str(tmp_path / "addresses")], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+    assert "node         n3" in text.stdout and "peer-exchange" in text.stdout
