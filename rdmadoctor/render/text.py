@@ -37,6 +37,7 @@ _TOKENS = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff
 
 
 _NO_LINE_START = frozenset("，。、；：）」』！？”’》】〉")
+_NO_LINE_END = frozenset("（「『“‘《【〈")
 
 
 def _t(value: object, keep_newlines: bool = False) -> str:
@@ -71,6 +72,9 @@ def wrap(text: str, width: int, first: str = "", rest: Optional[str] = None) -> 
             prefix, line, used = rest, "", cell_len(rest)
         line += token
         used += size
+        if token in _NO_LINE_END and used >= width - 1:
+            lines.append(prefix + line[:-len(token)].rstrip())      # an opening mark goes with what follows
+            prefix, line, used = rest, token, cell_len(rest) + size
     if line.strip() or not lines:
         lines.append(prefix + line.rstrip())
     return lines
