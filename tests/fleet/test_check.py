@@ -101,3 +101,24 @@ def test_the_short_summary_gives_the_same_record_as_the_full_result():
     for kind in ("healthy", "memlock", "firewall", "port-down"):
         diagnosis = diagnose.check(load_facts(FACTS[kind]))
         assert nodes.from_result("n", check._summary(diagnosis)) == nodes.from_result("n", json_out.to_dict(diagnosis))
+
+
+def test_many_answers_are_summarised_in_parallel_in_order(tmp_path):
+    from tests.fleet.helpers import result_of
+    from rdmadoctor.fleet.remote import Reply
+    outputs = [json.dumps(result_of(FACTS[k])).encode() for k in ("healthy", "memlock", "port-down")]
+    names = [f"n{i:03d}" for i in range(70)]
+    replies = {n: Reply(n, rc=0, stdout=outputs[i % 3], seconds=1.0) for i, n in enumerate(names)}
+    replies["n005"] = Reply("n005", rc=255, stderr=b"ssh: connect to host n005 port 22: No route to host")
+
+    class Replayed:
+        timeout = 30.0
+
+        def run(self, commands):
+            return {n: replies[n] for n in commands}
+
+    serial = check.over_ssh(names, Replayed(), jobs=1)
+    parallel = check.over_ssh(names, Replayed(), jobs=2)
+    assert serial == parallel
+    assert [r["node"] for r in parallel] == names
+    assert parallel[1]["cause"] == "memlock-limit" and parallel[5]["state"] == "unreachable"
