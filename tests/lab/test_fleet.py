@@ -97,11 +97,15 @@ def test_fleet_check_and_probe_name_the_node_and_the_link(lab_manager, tmp_path)
         assert all(r["state"] == "checked" for r in by.values()), by
         assert (by["h1"]["status"], by["h1"]["cause"]) == ("failure", "memlock-limit"), by["h1"]
         mtu = next((r for r in doc["drift"] if r["attribute"] == "netdev_mtu"), None)
-        assert mtu["majority"] == "1500" and mtu["odd"] == "h2", mtu
+        assert mtu is not None and mtu["majority"] == "1500" and mtu["odd"] == "h2", doc["drift"]
         line, _ = _fleet("report", str(OUT / "check.json"), "-o", str(OUT / "check-again.html"))
         assert line.returncode == 2
 
-        probe, times["fleet probe"] = _fleet("probe", "h[1-4]", "--user", "root", *ssh, "--token-file", TOKEN_FILE,
+        # one probe at a time (--fanout 1): a probe's verbs child must start within 8 s, which a TCG guest sharing
+        # two cores with three others busy does not always manage (the pair is then "incomplete", not failed)
+        probe_ssh = ssh[:-2] + ["--fanout", "1"]
+        probe, times["fleet probe"] = _fleet("probe", "h[1-4]", "--user", "root", *probe_ssh,
+                                             "--token-file", TOKEN_FILE,
                                              "--round-timeout", str(LIMIT), "--check-timeout", str(LIMIT),
                                              "--json", "--html", str(OUT / "probe.html"))
         (OUT / "probe.json").write_text(probe.stdout)
@@ -114,7 +118,12 @@ def test_fleet_check_and_probe_name_the_node_and_the_link(lab_manager, tmp_path)
         assert blame[("link", ("h3", "h4"))]["cause"] == "firewall-blocks-port"
         assert len(blame) == 2
         plan = [p for p in pdoc["probe"]["pairs"] if p["purpose"] == "plan"]
-        assert len(plan) == 6 and all(p["outcome"] in ("passed", "warning", "failed") for p in plan)
+        assert len(plan) == 6 and not [p for p in plan if p["outcome"] == "not-run"], plan
+        # a pair the lab's timing left unjudged (an agent's 10 s to authenticate, a verbs child's 8 s to start,
+        # under emulation) is "incomplete", never "failed": only the pairs the faults break failed
+        for p in plan:
+            if p["outcome"] == "failed":
+                assert "h2" in (p["a"], p["b"]) or {p["a"], p["b"]} == {"h3", "h4"}, p
     times["total"] = time.monotonic() - t0
     _write_results(doc, pdoc, times)
 
