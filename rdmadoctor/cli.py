@@ -29,6 +29,9 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="List the rule table, or show one rule with its explanation.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
+fleet_app = typer.Typer(help="A whole cluster: every node's check, pairwise probes, one report (docs/fleet.md).",
+                        no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
 
 
 def _option(default, *names, **kw):
@@ -73,6 +76,20 @@ def _language(value: Optional[str]) -> str:
 def _rules_dir_option():
     return _option([], "--rules-dir", metavar="DIR",
                    help="A directory of site rules (*.toml) to use beside the package's (repeatable).")
+
+
+def _format_option():
+    return _option(None, "--format", metavar="FORMAT",
+                   help="text (default), json (as --json), jsonl (one line), line (Nagios/NHC: "
+                        "'RDMA CRITICAL cause: summary'), prom (Prometheus textfile).")
+
+
+def _format(value: Optional[str], json_out: bool) -> str:
+    from rdmadoctor.fleet.formats import parse
+    try:
+        return parse(value, json_out)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--format")
 
 
 def _table(dirs: List[str]):
@@ -131,14 +148,22 @@ def _write(path: Path, text: str) -> None:
 
 
 def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact: bool = False,
-          lang: Optional[str] = None) -> int:
+          lang: Optional[str] = None, fmt: Optional[str] = None) -> int:
     from rdmadoctor.render import json_out as jr
     code = STATUS_EXIT[diagnosis.verdict.status]
     if html is not None:
         from rdmadoctor.render import html as hr
         _write(html, hr.render(jr.to_dict(diagnosis), redact=redact))
     try:
-        if json_out:
+        if fmt in ("line", "jsonl", "prom"):
+            from rdmadoctor.fleet import formats
+            document = jr.to_dict(diagnosis)
+            if redact:
+                from rdmadoctor.render.redact import redact_document
+                document = redact_document(document)[0]
+            sys.stdout.write(formats.check(document, fmt))
+            sys.stdout.flush()
+        elif json_out:
             document = jr.to_dict(diagnosis)
             if redact:
                 from rdmadoctor.render.redact import redact_document
@@ -235,6 +260,7 @@ def check(
     from_file: Optional[Path] = _option(None, "--from", metavar="FILE",
                                              help="Diagnose facts saved earlier with --save instead of this host's."),
     json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
+    fmt: Optional[str] = _format_option(),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     redact: bool = _option(False, "--redact", help="Mask addresses, GIDs, GUIDs and host names in --json, --save "
                                                     "and the HTML report."),
@@ -265,6 +291,8 @@ def check(
     if from_file is not None and save is not None:
         raise typer.BadParameter("--from reads saved facts; --save writes this host's: use one of them",
                                  param_hint="--from/--save")
+    fmt = _format(fmt, json_out)
+    json_out = fmt == "json"
     address = _peer_address(peer)
     language = _language(lang)
     table = _table(rules_dir)
@@ -314,7 +342,7 @@ def check(
             _say(f"facts saved to {save}")
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
     raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table, language), json_out, html, verbose,
-                           redact, language))
+                           redact, language, fmt))
 
 
 @app.command()
@@ -462,6 +490,146 @@ def report(
     _write(output, hr.render(document, redact=redact))
     _say(f"HTML report: {output}")
     raise typer.Exit(STATUS_EXIT[document["verdict"]["status"]])
+
+
+def _ssh_options():
+    """The ssh settings of `fleet check` and `fleet probe` (ClusterShell's; clush.conf's [Main] gives defaults)."""
+    return {
+        "command": _option("rdmadoctor check", "--command", metavar="CMD",
+                           help="How to run `rdmadoctor check` on a node (default 'rdmadoctor check'); the fleet "
+                                "adds --json (and --peer for a probe). E.g. 'sudo /opt/rdmadoctor/bin/rdmadoctor check'."),
+        "user": _option(None, "--user", "-l", metavar="USER", help="ssh user (default: clush.conf's ssh_user, else yours)."),
+        "ssh_options": _option(None, "--ssh-options", "-o", metavar="OPTS", help="Extra ssh options, e.g. '-F cfg'."),
+        "ssh_path": _option(None, "--ssh-path", metavar="PATH", help="The ssh command (default: clush.conf's ssh_path, else ssh)."),
+        "fanout": _option(None, "--fanout", "-f", callback=_within(1, 4096), metavar="N",
+                          help="ssh connections at once (default: clush.conf's, else 64)."),
+        "connect_timeout": _option(None, "--connect-timeout", callback=_within(1, 600), metavar="SECONDS",
+                                   help="ssh connect timeout (default: clush.conf's, else 10)."),
+    }
+
+
+def _fleet_fail(exc: Exception) -> "typer.Exit":
+    return _fail_input(str(exc))
+
+
+def _fleet_print(doc, fmt: str, html: Optional[Path], verbose: bool = False) -> None:
+    from rdmadoctor.fleet import commands
+    if html is not None:
+        _write(html, commands.html(doc))
+    try:
+        sys.stdout.write(commands.output(doc, fmt, verbose))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+    if html is not None and fmt == "text":
+        _say(f"HTML report: {html}")
+
+
+_SSH, _SSH_PROBE = _ssh_options(), _ssh_options()     # one set of option objects per command
+
+
+@fleet_app.command("check")
+def fleet_check(
+    nodeset: Optional[str] = _argument(None, metavar="NODESET",
+                                       help="Nodes in ClusterShell's syntax: node[001-512], @gpu, a,b,c."),
+    from_dir: Optional[Path] = _option(None, "--from", metavar="DIR",
+                                       help="Read the nodes' saved facts (check --save files, NODE.json; or *.jsonl) "
+                                            "instead of running check over ssh."),
+    command: str = _SSH["command"], user: Optional[str] = _SSH["user"], ssh_options: Optional[str] = _SSH["ssh_options"],
+    ssh_path: Optional[str] = _SSH["ssh_path"], fanout: Optional[int] = _SSH["fanout"],
+    connect_timeout: Optional[float] = _SSH["connect_timeout"],
+    timeout: Optional[float] = _option(None, "--timeout", "-t", callback=_within(1, 3600), metavar="SECONDS",
+                                       help="Per-node time limit (default: clush.conf's command_timeout, else 60)."),
+    json_out: bool = _option(False, "--json", help="Print the fleet result as JSON (schema rdmadoctor-fleet/1)."),
+    fmt: Optional[str] = _format_option(),
+    html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write the HTML overview."),
+    jobs: Optional[int] = _option(None, "--jobs", "-j", callback=_within(1, 64), metavar="N",
+                                  help="With --from: processes diagnosing the files (default: the CPUs)."),
+    verbose: bool = _option(False, "--verbose", "-v", help="Show every group in full."),
+    rules_dir: List[str] = _rules_dir_option(),
+) -> None:
+    """Check every node of a node set (over ssh through ClusterShell, or from saved facts): nodes grouped by
+    verdict and cause, the drift across them."""
+    from rdmadoctor.fleet import commands
+    from rdmadoctor.fleet.remote import shell_from
+    fmt = _format(fmt, json_out)
+    table = _table(rules_dir) if from_dir is not None else None
+    shell = None if from_dir is not None else shell_from(fanout, timeout, connect_timeout, user, ssh_options, ssh_path)
+    try:
+        doc = commands.check(nodeset, from_dir, command, shell, table, jobs)
+    except commands.FleetError as exc:
+        raise _fleet_fail(exc)
+    _fleet_print(doc, fmt, html, verbose)
+    from rdmadoctor.fleet.report import exit_code
+    raise typer.Exit(exit_code(doc))
+
+
+@fleet_app.command("probe")
+def fleet_probe(
+    nodeset: Optional[str] = _argument(None, metavar="NODESET", help="The nodes to probe between (two or more)."),
+    command: str = _SSH_PROBE["command"], user: Optional[str] = _SSH_PROBE["user"], ssh_options: Optional[str] = _SSH_PROBE["ssh_options"],
+    ssh_path: Optional[str] = _SSH_PROBE["ssh_path"], fanout: Optional[int] = _SSH_PROBE["fanout"],
+    connect_timeout: Optional[float] = _SSH_PROBE["connect_timeout"],
+    check_timeout: float = _option(60.0, "--check-timeout", callback=_within(1, 3600), metavar="SECONDS",
+                                   help="Per-node limit of the first pass (each node's check: its state and RDMA address; default 60)."),
+    round_timeout: float = _option(60.0, "--round-timeout", callback=_within(5, 3600), metavar="SECONDS",
+                                   help="The bound of one round: each probe's limit (default 60)."),
+    rounds: Optional[int] = _option(None, "--rounds", callback=_within(1, 100000), metavar="N",
+                                    help="Rounds of disjoint pairs (default: every pair up to 16 nodes, else 8 "
+                                         "rounds spread over the full round-robin)."),
+    seed: Optional[int] = _option(None, "--seed", metavar="N", help="Shuffle the node order first (other pairs)."),
+    isolate: bool = _option(True, "--isolate/--no-isolate", help="Retest each failing pair's nodes against nodes that passed (default on)."),
+    isolation_rounds: int = _option(6, "--isolation-rounds", callback=_within(1, 1000), metavar="N",
+                                    help="At most this many rounds of retests (default 6)."),
+    token_file: Optional[str] = _option(None, "--token-file", metavar="PATH",
+                                        help="The agents' token file, as a path on the nodes (check --peer --token-file)."),
+    agent_port: Optional[int] = _option(None, "--agent-port", callback=_within(1, 65534), metavar="PORT",
+                                        help="The agents' TCP port (default 18600)."),
+    addresses: Optional[Path] = _option(None, "--addresses", metavar="FILE",
+                                        help="'node address' lines: the RDMA address to probe (default: the one "
+                                             "IPv4 address on an RDMA port in each node's facts)."),
+    json_out: bool = _option(False, "--json", help="Print the fleet result as JSON (schema rdmadoctor-fleet/1)."),
+    fmt: Optional[str] = _format_option(),
+    html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write the HTML overview with the pair matrix."),
+    verbose: bool = _option(False, "--verbose", "-v", help="List the pairs that passed too."),
+) -> None:
+    """Probe pairs of nodes through their agents (check --peer on one, `rdmadoctor serve` on the other), no agent
+    in two probes at once; failing pairs are retested to name the node or the link."""
+    _required(nodeset, "NODESET", "argument")
+    from rdmadoctor.fleet import commands
+    from rdmadoctor.fleet.probe import ProbeOptions
+    from rdmadoctor.fleet.remote import shell_from
+    fmt = _format(fmt, json_out)
+    shell = shell_from(fanout, round_timeout, connect_timeout, user, ssh_options, ssh_path)
+    options = ProbeOptions(command=command, rounds=rounds, seed=seed, round_seconds=round_timeout,
+                           token_file=token_file, agent_port=agent_port, isolate=isolate,
+                           isolation_rounds=isolation_rounds)
+    try:
+        doc = commands.probe(nodeset, options, shell, commands.read_addresses(addresses), check_timeout)
+    except commands.FleetError as exc:
+        raise _fleet_fail(exc)
+    _fleet_print(doc, fmt, html, verbose)
+    from rdmadoctor.fleet.report import exit_code
+    raise typer.Exit(exit_code(doc))
+
+
+@fleet_app.command("report")
+def fleet_report(
+    result: Optional[Path] = _argument(None, metavar="FLEET.json", help="A saved `fleet check|probe --json` result."),
+    output: Optional[Path] = _option(None, "--output", "-o", metavar="FILE", help="The HTML file to write (required)."),
+) -> None:
+    """Render a saved fleet result as one self-contained HTML overview."""
+    _required(result, "FLEET.json", "argument")
+    _required(output, "--output", "option")
+    from rdmadoctor.fleet import commands
+    try:
+        doc = commands.load(result)
+    except commands.FleetError as exc:
+        raise _fleet_fail(exc)
+    _write(output, commands.html(doc))
+    _say(f"HTML report: {output}")
+    from rdmadoctor.fleet.report import exit_code
+    raise typer.Exit(exit_code(doc))
 
 
 @rules_app.command("list")
