@@ -128,6 +128,8 @@ def connect(host: str, port: int, timeout: float, token: Optional[bytes] = None,
             source: Optional[str] = None) -> "tuple[Optional[AgentSession], Dict[str, Any]]":
     """(session or None, the TCP outcome from probe.reach.tcp_connect)."""
     from rdmadoctor.probe.reach import tcp_connect
+    # the agent closes a connection not authenticated within 10 s: nothing slow may run between connect and auth
+    jsonio.prepare("agent", "answer", *_ANSWER_PARTS)
     sock, outcome = tcp_connect(host, port, timeout, source=source, keep=True)
     if sock is None:
         return None, outcome

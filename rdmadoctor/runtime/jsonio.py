@@ -99,6 +99,15 @@ def _validator(name: str, part: Optional[str] = None) -> Any:
     return cls(doc, registry=registry)
 
 
+def prepare(name: str, *parts: Optional[str]) -> None:
+    """Builds the validators of schema `name` (its definitions `parts`, or the whole schema) ahead of use: the
+    first validation otherwise pays for importing jsonschema and building the validator, seconds on a slow host,
+    which must not fall inside a deadline someone else keeps (the agent's authentication window)."""
+    from jsonschema.exceptions import best_match  # noqa: F401 - imported now so that errors() finds it loaded
+    for part in parts or (None,):
+        _validator(name, part)
+
+
 def _where(path: List[Any]) -> str:
     return ".".join(str(p) for p in path) or "the top level"
 

@@ -105,3 +105,22 @@ def test_default_bind_is_the_only_rdma_address(tmp_path):
     _tree(tmp_path, [("mlx5_0", 1, 3, "0000:0000:0000:0000:0000:ffff:0a00:0005")])
     assert default_bind(str(tmp_path)) == (None, ["10.0.0.5", "192.0.2.1"])     # several: the user chooses
     assert default_bind(str(tmp_path / "nothing")) == (None, [])
+
+
+def test_connect_builds_the_answer_validators_before_the_tcp_connect(monkeypatch):
+    """The agent closes a connection that has not authenticated within 10 s; the client's first validation
+    (importing jsonschema, building the validator) must not fall between connect and auth."""
+    from rdmadoctor.probe import agent_client, reach
+    from rdmadoctor.runtime import jsonio
+
+    jsonio._validator.cache_clear()
+    seen = {}
+
+    def tcp_connect(host, port, timeout, source=None, keep=False):
+        seen["built"] = jsonio._validator.cache_info().currsize
+        return None, {"state": "refused"}
+
+    monkeypatch.setattr(reach, "tcp_connect", tcp_connect)
+    session, outcome = agent_client.connect("127.0.0.1", 9, 1.0)
+    assert session is None and outcome["state"] == "refused"
+    assert seen["built"] >= len(agent_client._ANSWER_PARTS) + 1
