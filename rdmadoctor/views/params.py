@@ -228,8 +228,9 @@ def verb(run: Run) -> Optional[Value]:
     if run.test and run.test_name:
         v = run.test["verb"].upper().replace("RDMA_", "")
         return Value(v, "header", run.test_name.line, run.test_name.value)
-    if run.command:
-        base = run.command.tool.split("_")[1].upper()
+    parts = run.command.tool.split("_") if run.command else []
+    if run.command and len(parts) >= 3 and parts[0] == "ib":       # perftest's ib_<verb>_<test>
+        base = parts[1].upper()
         if base == "WRITE" and "write_with_imm" in run.command.options:
             base = "WRITE_IMM"
         if base == "SEND" and "send_with_imm" in run.command.options:

@@ -131,3 +131,12 @@ def test_every_parameter_reads_on_an_empty_run():
     table = params.table(run())
     assert set(table) == set(params.PARAMETERS)
     assert all(value is None for value in table.values())
+
+
+
+@pytest.mark.parametrize("tool", ["ucmatose", "rping", "ibv_rc_pingpong", "ib_send"])
+def test_a_program_that_is_not_perftest_has_no_perftest_verb(tool):
+    from rdmadoctor.model import Command
+    r = run()
+    r.command = Command(tool, [tool, "192.0.2.1"], {}, "192.0.2.1", 1, f"{tool} 192.0.2.1")
+    assert params.read(r, "verb") is None
