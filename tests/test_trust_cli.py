@@ -31,7 +31,7 @@ def run(*args, stdin=None, env=None, timeout=120):
 def one_line_error(result, progress: str = "") -> str:
     err = result.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err, err
-    lines = [l for l in err.splitlines() if l.strip() and not (progress and l.startswith(progress))]
+    lines = [ln for ln in err.splitlines() if ln.strip() and not (progress and ln.startswith(progress))]
     assert len(lines) == 1 and lines[0].startswith("rdmadoctor: "), err
     return lines[0]
 

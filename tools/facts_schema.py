@@ -2,11 +2,12 @@
 
     python tools/facts_schema.py            # regenerate from every recorded facts file, then review the diff
 
-The types are the ones the collectors write, read from every recorded facts document (fixtures/, tests/):
-each field of a section's data and of the objects and lists below it, six levels deep (a field
-only ever seen as null is not checked). Every field (not every list item) may also be null (a collector writes null for what it could not read); fields and sections not seen
-are allowed (a newer rdmadoctor may add them: additive changes keep `rdmadoctor-facts/1`). What it
-catches is a value of the wrong kind where the views expect a list, an object, a number or a string.
+The types are the ones the collectors write, read from every recorded facts document (fixtures/, tests/): each
+field of a section's data and of the objects and lists below it, six levels deep (a field only ever seen as
+null is not checked). Every field (not every list item) may also be null (a collector writes null for what it
+could not read); fields and sections not seen are allowed (a newer rdmadoctor may add them: additive changes
+keep `rdmadoctor-facts/1`). What it catches is a value of the wrong kind where the views expect a list, an
+object, a number or a string.
 """
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ def causes_md() -> str:
            "(`verdict.cause`, `findings[].cause`). The slugs are a public interface: scripts, fleet dashboards and the",
            "project's accuracy measurements key on them, so a slug is never renamed or reused for another meaning; new",
            "slugs are added when a real cause fits none of these.", "",
-           "A cause is what the user must change. A symptom (\"Couldn't read remote address\", \"Failed status 12\") is",
-           "never a cause: it is evidence that points at one or more causes.", ""]
+           "A cause is what the user must change. A symptom (\"Couldn't read remote address\",",
+           "\"Failed status 12\") is never a cause: it is evidence that points at one or more causes.", ""]
     groups: Dict[str, List] = {}
     for cause in causes.load().values():
         groups.setdefault(cause.group, []).append(cause)

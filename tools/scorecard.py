@@ -164,7 +164,8 @@ def main(argv: List[str]) -> int:
     if "--cases" in argv:
         for c in all_cases:
             mark = "ok  " if c.top1 else ("top3" if c.top3 else "MISS") if c.established else "    "
-            flags = (" CONFIDENT-WRONG" if c.confident_wrong else "") + (" FAILURE-CALLED-OK" if c.failure_called_ok else "")
+            flags = ((" CONFIDENT-WRONG" if c.confident_wrong else "")
+                     + (" FAILURE-CALLED-OK" if c.failure_called_ok else ""))
             print(f"{mark} {c.name}: {c.status}/{c.cause}/{c.confidence} expected {c.meta['expected_status']}/"
                   f"{c.expected}/{c.meta['confidence_of_label']}{flags}")
     return 0

@@ -251,7 +251,8 @@ def _setting(cond: Dict[str, Any], scope: Scope) -> bool:
         if _compare(actual, cond.get("op"), expected):
             if shown is not None:
                 scope.bound.setdefault("setting", {"name": name, "value": shown.value})
-                scope.evidence.append(Evidence(run.source, _line_text(scope, run, shown.line) or f"{name}={shown.value}",
+                shown_text = _line_text(scope, run, shown.line) or f"{name}={shown.value}"
+                scope.evidence.append(Evidence(run.source, shown_text,
                                                shown.line, f"{name}={shown.value}"))
             return True
     return False

@@ -73,7 +73,8 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
     notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
              "kept were not examined one by one (a run that failed is always kept)" for s in parsed.sources
              if s.runs_dropped]
-    return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings, notes=notes,
+    return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
+                     notes=notes,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps)
 

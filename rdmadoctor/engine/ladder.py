@@ -81,12 +81,15 @@ def _limits(view: Dict[str, Any]) -> str:
     return "memlock unlimited" if m.get("unlimited") else f"memlock {m.get('soft')} bytes"
 
 
+def _ipv4_gids(port: Dict[str, Any]) -> str:
+    return ", ".join(str(g) for g in port.get("ipv4_gids") or [] if g)
+
+
 PASSED: Dict[str, Callable[[Dict[str, Any]], str]] = {
     "device": _devices,
     "driver": lambda view: "ib_uverbs loaded; /dev/infiniband usable",
     "port": lambda view: ", ".join(f"{p['label']} {p['state']}" for p in view.get("ports", [])),
-    "address": lambda view: ", ".join(f"{p['label']}: {', '.join(str(g) for g in p.get('ipv4_gids') or [] if g) or 'IB'}"
-                                      for p in view.get("ports", [])),
+    "address": lambda view: ", ".join(f"{p['label']}: {_ipv4_gids(p) or 'IB'}" for p in view.get("ports", [])),
     "route": _route,
     "connection": lambda view: "perftest's port is free",
     "firewall": _firewall,

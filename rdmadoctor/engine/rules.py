@@ -34,8 +34,8 @@ LANGUAGES = ("zh",)
 TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
-                             "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback", "case",
-                             "paste",
+                             "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback",
+                             "case", "paste",
                              *LANGUAGES}
 SNIPPETS_FILE = "_snippets.toml"
 

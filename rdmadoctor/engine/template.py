@@ -1,10 +1,10 @@
 """Fills a rule's text with the user's own values: "{server.num_qps}", "{message.host}", "{run.bw_gbps|gbps}".
 
-Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts,
-ctx); on a run, a name is first a parameter (views/params.py), then a feature
-(views/features.py), then an attribute. Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words
-(each word shell-quoted: an nft chain "inet filter input"), errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection
-timed out), default:<text>.
+Names resolve against the rule's bindings (run, server, client, other, message, param, item, facts, ctx); on a
+run, a name is first a parameter (views/params.py), then a feature (views/features.py), then an attribute.
+Filters: pct, gbps, bytes, join, upper, lower, option (negotiated field -> option), words (each word
+shell-quoted: an nft chain "inet filter input"), errno (-110 -> ETIMEDOUT), strerror (-110 -> Connection timed
+out), default:<text>.
 
 Commands: render(..., shell=True) is for the text inside a fix's backticks (a command the user will paste):
 every value is shell-quoted (shlex.quote: "mlx5_1;id" becomes 'mlx5_1;id'), so the command runs exactly the

@@ -54,7 +54,7 @@ LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to f
 RESULT_WAIT = 5.0
 ARP_TIMEOUT = 1.0
 FACTS_AFTER = DEADLINES["startup"]
-BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed   # this host's fact collection starts once the verbs child is up (or gave up)
+BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed
 
 
 @dataclass

@@ -183,8 +183,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
                     "limits_conf": limits.get("limits_conf") or []},
         "firewall": {},
         "firewall_blocks": [],
-        "listeners": [{k: l.get(k) for k in LISTENER_FIELDS} for l in listeners.get("tcp_listeners") or []
-                      if isinstance(l, dict)],
+        "listeners": [{k: lst.get(k) for k in LISTENER_FIELDS} for lst in listeners.get("tcp_listeners") or []
+                      if isinstance(lst, dict)],
         # the perftest processes (collectors/perftest_procs.py); None when not reported (an older agent)
         "perftest": perftest_procs.described(listeners.get("perftest")),
         "pci": [],

@@ -248,7 +248,7 @@ def nccl_link_local_gid(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 def nccl_gid_shown(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The run shows which GIDs its RoCE connections use."""
-    for which, gid, m in _roce_gids(run):
+    for _which, gid, m in _roce_gids(run):
         return _at(m, gid=gid, family=gid_family(gid))
     return None
 
@@ -288,7 +288,8 @@ def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
     first = next((m for m in errors if int(m.fields["status"]) != 5), errors[0])
     status = int(first.fields["status"])
     info = {k: first.fields.get(k) for k in ("vendor_err", "peer", "gid", "remote_gid", "device")}
-    info.update({"status": status, "name": first.fields.get("status_name") or _wc_names().get(status, f"status {status}"),
+    name = first.fields.get("status_name") or _wc_names().get(status, f"status {status}")
+    info.update({"status": status, "name": name,
                  "line": first.line, "source": first.source, "quote": first.text, "count": len(errors)})
     return info
 

@@ -28,7 +28,8 @@ def test_pfc_pause_and_trust_are_read_per_rdma_netdev(tmp_path):
     ctx, bindir = _host(tmp_path)
     _tool(bindir, "dcb", 'echo \'{"mbc":0,"delay":0,"prio_pfc":[{"prio":0,"enabled":false},'
                          '{"prio":3,"enabled":true}]}\'\n')
-    _tool(bindir, "ethtool", 'printf "Pause parameters for $2:\\nAutonegotiate:\\toff\\nRX:\\t\\toff\\nTX:\\t\\toff\\n"\n')
+    _tool(bindir, "ethtool",
+          'printf "Pause parameters for $2:\\nAutonegotiate:\\toff\\nRX:\\t\\toff\\nTX:\\t\\toff\\n"\n')
     _tool(bindir, "mlnx_qos", 'echo "DCBX mode: OS controlled"; echo "Priority trust state: dscp"\n')
     data = qos.collect(ctx)
     assert data["links"] == [{"netdev": "ens1f0", "pfc": {"enabled": [3], "raw": {"mbc": 0, "delay": 0}},

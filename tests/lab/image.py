@@ -62,7 +62,8 @@ PACKAGES = [
 
 # Pure-Python dependencies of rdmadoctor, installed on the host into one site dir that both guest
 # Pythons (bookworm 3.11, trixie 3.13) import from. Compiled ones (psutil, markupsafe, pyverbs) come
-# from the guest's Debian packages (jsonschema too: from 4.18 on it needs the compiled rpds-py). typer is held below 0.29, which started to require pydantic
+# from the guest's Debian packages (jsonschema too: from 4.18 on it needs the compiled rpds-py).
+# typer is held below 0.29, which started to require pydantic
 # (compiled pydantic-core); 0.28 carries its own click, the separate click is for code that imports it.
 SITE_REQUIREMENTS = [
     "typer==0.28.0",

@@ -405,8 +405,8 @@ class LabVM:
 
     def put(self, path: str, text: str, mode: str = "0644", owner: str = "root") -> None:
         """Writes a file in the guest (as root), then sets its mode and owner."""
-        self.sh("umask 077 && mkdir -p \"$(dirname '{p}')\" && cat > '{p}' && chmod {m} '{p}' && chown {o}: '{p}'".format(
-            p=path, m=mode, o=owner), stdin=text)
+        script = "umask 077 && mkdir -p \"$(dirname '{p}')\" && cat > '{p}' && chmod {m} '{p}' && chown {o}: '{p}'"
+        self.sh(script.format(p=path, m=mode, o=owner), stdin=text)
 
     def sh(self, cmd: str, timeout: float = 60, stdin: Optional[str] = None) -> str:
         """Runs a root shell command that must succeed; returns its stdout."""

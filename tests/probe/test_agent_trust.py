@@ -63,7 +63,7 @@ def test_one_connection_cannot_fill_the_log(caplog):
         c = LineClient(port)
         for i in range(400):
             c.send(op="hello", id=i)
-        for i in range(400):
+        for _ in range(400):
             assert c.receive()["ok"]
         c.close()
         time.sleep(0.3)
@@ -332,7 +332,8 @@ def test_failed_authentications_back_off_per_source_address():
             c = LineClient(port)
             hello = c.call(op="hello", id=1)
             cnonce = p.new_nonce()
-            answer = c.call(op="auth", id=2, cnonce=cnonce, mac=p.client_mac(b"a wrong guess", hello["challenge"], cnonce))
+            mac = p.client_mac(b"a wrong guess", hello["challenge"], cnonce)
+            answer = c.call(op="auth", id=2, cnonce=cnonce, mac=mac)
             code = answer["error"]["code"]
             checked += code == "auth-failed"
             refused += code == "auth-backoff"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rdmadoctor.collectors import load_facts
 from rdmadoctor.engine import diagnose
 from rdmadoctor.logparse import parse_paths
 from rdmadoctor.render import text
@@ -42,14 +41,14 @@ def run(*args, encoding="utf-8", lang_env=None):
 def test_every_line_fits_80_columns_in_a_pipe(args):
     out = run(*args)
     assert out.strip()
-    too_long = [l for l in out.splitlines() if cells(l) > 80 and len(l.split()) > 1]
+    too_long = [ln for ln in out.splitlines() if cells(ln) > 80 and len(ln.split()) > 1]
     assert not too_long, too_long[:5]
 
 
 def test_a_word_is_never_split_and_indents_hang():
     lines = text.wrap("Build the kernel with CONFIG_INFINIBAND=m and reboot; then load ib_uverbs.", 30, "  Fix: ")
-    assert lines[0].startswith("  Fix: ") and all(l.startswith("       ") for l in lines[1:])
-    assert any("CONFIG_INFINIBAND=m" in l for l in lines)
+    assert lines[0].startswith("  Fix: ") and all(ln.startswith("       ") for ln in lines[1:])
+    assert any("CONFIG_INFINIBAND=m" in ln for ln in lines)
     long_token = text.wrap("see /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3 now", 20, "")
     assert "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3" in long_token
 
@@ -75,4 +74,4 @@ def test_rendering_in_process_respects_the_console_width():
     console = Console(width=60, force_terminal=True, color_system=None, record=True)
     text.render(d, console)
     lines = console.export_text().splitlines()
-    assert all(cells(l) <= 60 or len(l.split()) == 1 for l in lines), [l for l in lines if cells(l) > 60]
+    assert all(cells(ln) <= 60 or len(ln.split()) == 1 for ln in lines), [ln for ln in lines if cells(ln) > 60]
