@@ -212,3 +212,4 @@ class Diagnosis:
     notes: List[str] = field(default_factory=list)                    # e.g. what could not be read
     link_rate_gbps: Optional[float] = None                           # what results were judged against
     bench: Optional[Dict[str, Any]] = None                           # bench's sweep (rdmadoctor-bench/1)
+    lang: str = "en"                                                 # the language the text was written in

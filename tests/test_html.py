@@ -504,3 +504,26 @@ def test_check_result_from_the_engine():
     for r in doc["rungs"]:
         assert f'data-rung="{r["name"]}" data-state="{r["state"]}"' in out
     assert out.count('<article class="card') == len(doc["findings"])
+
+
+def test_the_report_speaks_the_documents_language():
+    """A result written in Chinese (--lang zh) gets the report's headings and labels in Chinese; the rule ids,
+    slugs and commands stay as they are."""
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.render import json_out
+
+    log = html_docs.FIXTURES / "lab" / "bookworm" / "qp-mismatch-server-10"
+    paths = sorted(str(p) for p in log.glob("*.log"))
+    assert paths, log
+    zh_doc = json_out.to_dict(diagnose.explain(parse_paths(paths), lang="zh"))
+    en_doc = json_out.to_dict(diagnose.explain(parse_paths(paths)))
+    assert (zh_doc["lang"], en_doc["lang"]) == ("zh", "en")
+    zh, en = Page(hr.render(zh_doc)), Page(hr.render(en_doc))
+    assert ("html", {"lang": "zh", "class": "no-js"}) in zh.attrs
+    assert ("html", {"lang": "en", "class": "no-js"}) in en.attrs
+    for english, chinese in (("Findings", "发现"), ("Fix", "修复"), ("Evidence", "证据"), ("Raw logs", "原始日志")):
+        assert english in en.text and chinese in zh.text, english
+        assert f">{english}<" not in hr.render(zh_doc), english
+    assert zh_doc["verdict"]["rule"] and zh_doc["verdict"]["rule"] in zh.text
+    assert zh_doc["verdict"]["cause"] in zh.text

@@ -76,7 +76,7 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
     return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
                      notes=notes,
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
-                     link_rate_gbps=link_rate_gbps)
+                     link_rate_gbps=link_rate_gbps, lang=ctx["lang"] or "en")
 
 
 def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optional[str] = None,
@@ -103,7 +103,8 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     rungs = ladders.all
     return Diagnosis(command="check", verdict=verdict, findings=findings, runs=runs,
                      sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
-                     comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view))
+                     comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view),
+                     lang=ctx["lang"] or "en")
 
 
 def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -197,4 +198,4 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     verdict = pick_verdict(findings, [], ctx, healthy=healthy)
     facts = local_facts
     return Diagnosis(command="bench", verdict=verdict, findings=findings, facts=facts, link_rate_gbps=rate,
-                     notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []))
+                     notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []), lang=ctx["lang"] or "en")

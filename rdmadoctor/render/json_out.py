@@ -204,6 +204,7 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
         "schema": SCHEMA,
         "command": diagnosis.command,
         "rdmadoctor": __version__,
+        "lang": diagnosis.lang,
         "verdict": asdict(diagnosis.verdict),
         "findings": findings,
         "rungs": rungs,

@@ -21,12 +21,15 @@ from typing import Any, Dict, Optional
 import jinja2
 from markupsafe import Markup
 
+from rdmadoctor.knowledge.phrases import LANGUAGES
+
 from rdmadoctor.render.html.bench import bench_view
 from rdmadoctor.render.html.facts import facts_view
 from rdmadoctor.render.html.findings import comparisons_view, findings_view, ladder_view
 from rdmadoctor.render.html.runs import charts_view, link_rate, runs_view
 from rdmadoctor.render.html.text import MAX_RAW_LINES, Sources, fix_segments, raw_facts_view, raw_logs_view
 from rdmadoctor.render.html.values import _d, _l, _s, _slug_label
+from rdmadoctor.render.html.words import translator
 from rdmadoctor.render.redact import redact_document
 
 __all__ = ["render", "build_view", "fix_segments", "MAX_RAW_LINES"]
@@ -49,7 +52,9 @@ def render(document: Dict[str, Any], redact: bool = False) -> str:
            "img-src data:; base-uri 'none'; form-action 'none'")
     view = build_view(doc)
     view["redaction"] = redaction
-    return env.get_template("report.html.j2").render(css=Markup(css), js=Markup(js), csp=csp, **view)
+    lang = doc.get("lang") if doc.get("lang") in LANGUAGES else "en"
+    return env.get_template("report.html.j2").render(css=Markup(css), js=Markup(js), csp=csp, lang=lang,
+                                                     tr=translator(lang), **view)
 
 
 def _env() -> jinja2.Environment:
@@ -104,7 +109,7 @@ def build_view(doc: Dict[str, Any]) -> Dict[str, Any]:
     if facts and facts["hostname"]:
         subject = facts["hostname"] + (f" · {subject}" if subject else "")
     return {
-        "doc_title": f"rdmadoctor {command}: {STATUS_LABELS[status].lower()}"
+        "doc_title": f"rdmadoctor {command}: {translator(_s(doc.get('lang')))(STATUS_LABELS[status]).lower()}"
                      + (f" ({_slug_label(verdict.get('cause'))})" if _slug_label(verdict.get("cause")) else ""),
         "command": command,
         "version": _s(doc.get("rdmadoctor")),
