@@ -198,4 +198,5 @@ def bench(result, local_facts: Optional[Dict[str, Any]] = None, peer_facts: Opti
     verdict = pick_verdict(findings, [], ctx, healthy=healthy)
     facts = local_facts
     return Diagnosis(command="bench", verdict=verdict, findings=findings, facts=facts, link_rate_gbps=rate,
-                     notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []), lang=ctx["lang"] or "en")
+                     notes=(["the sweep was interrupted (Ctrl-C)"] if result.interrupted else []),
+                     lang=ctx["lang"] or "en")

@@ -52,7 +52,7 @@ def render(document: Dict[str, Any], redact: bool = False) -> str:
            "img-src data:; base-uri 'none'; form-action 'none'")
     view = build_view(doc)
     view["redaction"] = redaction
-    lang = doc.get("lang") if doc.get("lang") in LANGUAGES else "en"
+    lang = _language(doc)
     return env.get_template("report.html.j2").render(css=Markup(css), js=Markup(js), csp=csp, lang=lang,
                                                      tr=translator(lang), **view)
 
@@ -72,6 +72,11 @@ _ENV: Optional[jinja2.Environment] = None
 def _asset(env: jinja2.Environment, name: str) -> str:
     assert env.loader is not None
     return env.loader.get_source(env, name)[0]
+
+
+def _language(doc: Dict[str, Any]) -> str:
+    lang = doc.get("lang")
+    return lang if isinstance(lang, str) and lang in LANGUAGES else "en"
 
 
 def _sha256(text: str) -> str:
@@ -109,7 +114,7 @@ def build_view(doc: Dict[str, Any]) -> Dict[str, Any]:
     if facts and facts["hostname"]:
         subject = facts["hostname"] + (f" · {subject}" if subject else "")
     return {
-        "doc_title": f"rdmadoctor {command}: {translator(_s(doc.get('lang')))(STATUS_LABELS[status]).lower()}"
+        "doc_title": f"rdmadoctor {command}: {translator(_language(doc))(STATUS_LABELS[status]).lower()}"
                      + (f" ({_slug_label(verdict.get('cause'))})" if _slug_label(verdict.get("cause")) else ""),
         "command": command,
         "version": _s(doc.get("rdmadoctor")),
