@@ -512,6 +512,18 @@ def _fleet_fail(exc: Exception) -> "typer.Exit":
     return _fail_input(str(exc))
 
 
+def _fleet_run(run, fmt: str, html: Optional[Path], verbose: bool) -> "typer.Exit":
+    """Runs a fleet command (`run` gives its result document), prints it, and exits with its status."""
+    from rdmadoctor.fleet import commands
+    from rdmadoctor.fleet.report import exit_code
+    try:
+        doc = run()
+    except commands.FleetError as exc:
+        raise _fleet_fail(exc)
+    _fleet_print(doc, fmt, html, verbose)
+    return typer.Exit(exit_code(doc))
+
+
 def _fleet_print(doc, fmt: str, html: Optional[Path], verbose: bool = False) -> None:
     from rdmadoctor.fleet import commands
     if html is not None:
@@ -555,13 +567,7 @@ def fleet_check(
     fmt = _format(fmt, json_out)
     table = _table(rules_dir) if from_dir is not None else None
     shell = None if from_dir is not None else shell_from(fanout, timeout, connect_timeout, user, ssh_options, ssh_path)
-    try:
-        doc = commands.check(nodeset, from_dir, command, shell, table, jobs)
-    except commands.FleetError as exc:
-        raise _fleet_fail(exc)
-    _fleet_print(doc, fmt, html, verbose)
-    from rdmadoctor.fleet.report import exit_code
-    raise typer.Exit(exit_code(doc))
+    raise _fleet_run(lambda: commands.check(nodeset, from_dir, command, shell, table, jobs), fmt, html, verbose)
 
 
 @fleet_app.command("probe")
@@ -604,13 +610,8 @@ def fleet_probe(
     options = ProbeOptions(command=command, rounds=rounds, seed=seed, round_seconds=round_timeout,
                            token_file=token_file, agent_port=agent_port, isolate=isolate,
                            isolation_rounds=isolation_rounds)
-    try:
-        doc = commands.probe(nodeset, options, shell, commands.read_addresses(addresses), check_timeout)
-    except commands.FleetError as exc:
-        raise _fleet_fail(exc)
-    _fleet_print(doc, fmt, html, verbose)
-    from rdmadoctor.fleet.report import exit_code
-    raise typer.Exit(exit_code(doc))
+    raise _fleet_run(lambda: commands.probe(nodeset, options, shell, commands.read_addresses(addresses), check_timeout),
+                     fmt, html, verbose)
 
 
 @fleet_app.command("report")

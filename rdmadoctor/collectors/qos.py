@@ -30,18 +30,26 @@ def rdma_netdevs(ctx: CollectContext) -> List[str]:
     return out
 
 
-def _pfc(ctx: CollectContext, netdev: str) -> Optional[Dict[str, Any]]:
-    """`dcb -j pfc show dev X`: {"enabled": [priorities], "mbc": ..., "delay": ...}, or None (not readable)."""
+def _output(ctx: CollectContext, argv: List[str], what: str) -> Optional[str]:
+    """What the tool printed, or None with the reason noted as unreadable (missing, timed out, failed)."""
     try:
-        res = ctx.run(["dcb", "-j", "pfc", "show", "dev", netdev], timeout=3.0)
+        res = ctx.run(argv, timeout=3.0)
     except Unavailable as exc:
-        ctx.unreadable(f"PFC of {netdev}", str(exc))
+        ctx.unreadable(what, str(exc))
         return None
     if res.rc != 0:
-        ctx.unreadable(f"PFC of {netdev}", (res.stderr.strip() or f"dcb exited {res.rc}")[:200])
+        ctx.unreadable(what, (res.stderr.strip() or f"{argv[0]} exited {res.rc}")[:200])
+        return None
+    return res.stdout
+
+
+def _pfc(ctx: CollectContext, netdev: str) -> Optional[Dict[str, Any]]:
+    """`dcb -j pfc show dev X`: {"enabled": [priorities], "mbc": ..., "delay": ...}, or None (not readable)."""
+    stdout = _output(ctx, ["dcb", "-j", "pfc", "show", "dev", netdev], f"PFC of {netdev}")
+    if stdout is None:
         return None
     try:
-        doc = json.loads(res.stdout or "{}")
+        doc = json.loads(stdout or "{}")
     except ValueError:
         ctx.unreadable(f"PFC of {netdev}", "dcb printed no JSON")
         return None
@@ -52,17 +60,12 @@ def _pfc(ctx: CollectContext, netdev: str) -> Optional[Dict[str, Any]]:
 
 def _pause(ctx: CollectContext, netdev: str) -> Optional[Dict[str, Any]]:
     """`ethtool -a X`: link-level (global) pause, {"rx": bool, "tx": bool, "autoneg": bool}."""
-    try:
-        res = ctx.run(["ethtool", "-a", netdev], timeout=3.0)
-    except Unavailable as exc:
-        ctx.unreadable(f"pause of {netdev}", str(exc))
-        return None
-    if res.rc != 0:
-        ctx.unreadable(f"pause of {netdev}", (res.stderr.strip() or f"ethtool exited {res.rc}")[:200])
+    stdout = _output(ctx, ["ethtool", "-a", netdev], f"pause of {netdev}")
+    if stdout is None:
         return None
     out: Dict[str, Any] = {}
     for key, name in (("Autonegotiate", "autoneg"), ("RX", "rx"), ("TX", "tx")):
-        m = re.search(rf"^{key}:\s*(on|off)\b", res.stdout, re.M | re.I)
+        m = re.search(rf"^{key}:\s*(on|off)\b", stdout, re.M | re.I)
         if m:
             out[name] = m.group(1).lower() == "on"
     return out or None
