@@ -59,3 +59,11 @@ def test_a_translation_must_match_the_rule_item_by_item(tmp_path):
 
 def test_reflow_joins_chinese_lines_without_a_blank_and_others_with_one():
     assert reflow("RDMA 设备\n没有找到\nafter it") == "RDMA 设备没有找到 after it"
+
+
+def test_every_shipped_rule_has_its_chinese_text():
+    """Every rule of the package's table speaks both languages: a rule added without [rule.zh] fails here."""
+    table = rules.build([rules.rules_dir()])
+    missing = [f"{r.id} ({r.source})" if hasattr(r, "source") else r.id
+               for r in table for lang in rules.LANGUAGES if getattr(r, lang, None) is None]
+    assert not missing, f"{len(missing)} rules lack [rule.zh]: {', '.join(missing[:20])}"
