@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import click
 import typer
@@ -249,6 +249,45 @@ def _peer_address(value: Optional[str]) -> Optional[str]:
     return infos[0][4][0]
 
 
+def _parsed_logs(paths: List[str]):
+    """check --log: the logs parsed, to diagnose together with the facts."""
+    from rdmadoctor.logparse import InputError, parse_paths
+    try:
+        return parse_paths(paths)
+    except InputError as exc:
+        raise _fail_input(str(exc))
+    except OSError as exc:
+        raise _fail_input(f"cannot read {exc.filename or 'a log'}: {exc.strerror or exc}")
+
+
+def _collect_with_probe(ctx, address: str, agent_port: int, token_file: Optional[Path], facts_port: int,
+                        perftest_port: Optional[int], bounds: Dict[str, Any]) -> Dict[str, Any]:
+    """This host's facts, collected while the probe ladder climbs to the peer (and asks its agent)."""
+    from rdmadoctor.collectors import collect_facts
+    from rdmadoctor.probe.protocol import read_token
+    from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
+    try:
+        token, _ = read_token(str(token_file) if token_file else None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--token-file")
+    return collect_with_probe(ctx, ProbeOptions(address, agent_port, token, perftest_port, facts_port=facts_port),
+                              (lambda c: collect_facts(c, **bounds)) if bounds else None)
+
+
+def _save_facts(facts: Dict[str, Any], path: Path, redact: bool) -> None:
+    """check --save: the facts written to a file (masked with --redact), for a later --from."""
+    from rdmadoctor.collectors import save_facts
+    kept = facts
+    if redact:
+        from rdmadoctor.render.redact import redact_facts
+        kept = redact_facts(facts)
+    try:
+        save_facts(kept, path)
+    except OSError as exc:
+        raise _fail_input(f"cannot write {path}: {exc.strerror or exc}")
+    _say(f"facts saved to {path}")
+
+
 @app.command()
 def check(
     peer: Optional[str] = _option(None, "--peer", metavar="IP",
@@ -285,9 +324,8 @@ def check(
 ) -> None:
     """Check whether RDMA can work on this host and, if not, why (read-only)."""
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.collectors import FactsError, collect_facts, load_facts, save_facts
+    from rdmadoctor.collectors import FactsError, collect_facts, load_facts
     from rdmadoctor.collectors.base import CollectContext
-    from rdmadoctor.logparse import InputError, parse_paths
     if from_file is not None and save is not None:
         raise typer.BadParameter("--from reads saved facts; --save writes this host's: use one of them",
                                  param_hint="--from/--save")
@@ -300,14 +338,7 @@ def check(
     if timeout is not None:
         from rdmadoctor.collectors import ORDER
         bounds = {"total_timeout": timeout, "timeouts": {name: timeout for name in ORDER}}
-    parsed = None
-    if log:
-        try:
-            parsed = parse_paths(log)
-        except InputError as exc:
-            raise _fail_input(str(exc))
-        except OSError as exc:
-            raise _fail_input(f"cannot read {exc.filename or 'a log'}: {exc.strerror or exc}")
+    parsed = _parsed_logs(log) if log else None
     if from_file is not None:
         try:
             facts = load_facts(from_file)
@@ -316,30 +347,15 @@ def check(
     else:
         ctx = CollectContext(peer=address, port=port, sample_seconds=sample)
         if address and probe:                 # the probe ladder runs alongside the collection
-            from rdmadoctor.probe.protocol import read_token
-            from rdmadoctor.probe.run import ProbeOptions, collect_with_probe
-            try:
-                token, _ = read_token(str(token_file) if token_file else None)
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--token-file")
-            facts = collect_with_probe(ctx, ProbeOptions(address, agent_port, token,
-                                                         port if probe_perftest else None, facts_port=port),
-                                       (lambda c: collect_facts(c, **bounds)) if bounds else None)
+            facts = _collect_with_probe(ctx, address, agent_port, token_file, port, port if probe_perftest else None,
+                                        bounds)
         else:
             facts = collect_facts(ctx, **bounds)
         bad_peer = _bad_peer_answer(facts)
         if bad_peer:
             raise _fail_input(bad_peer)
         if save is not None:
-            kept = facts
-            if redact:
-                from rdmadoctor.render.redact import redact_facts
-                kept = redact_facts(facts)
-            try:
-                save_facts(kept, save)
-            except OSError as exc:
-                raise _fail_input(f"cannot write {save}: {exc.strerror or exc}")
-            _say(f"facts saved to {save}")
+            _save_facts(facts, save, redact)
     peer_of_facts = address or (facts.get("host") or {}).get("peer")
     raise typer.Exit(_emit(diagnose.check(facts, parsed, peer_of_facts, table, language), json_out, html, verbose,
                            redact, language, fmt))
@@ -369,6 +385,31 @@ def serve(
                                       privileged_facts=share_privileged))
 
 
+def _earlier_bench(path: Path):
+    """bench --compare: the results an earlier --save wrote."""
+    from rdmadoctor.bench import results
+    try:
+        return results.load_json(path)
+    except results.BenchFileError as exc:
+        raise _fail_input(str(exc))
+
+
+def _bench_peer(address: str, agent_port: int, token_file: Optional[Path]):
+    """The peer's agent, greeted (and authenticated when it has a token) before the sweep is announced."""
+    from rdmadoctor.probe import protocol as ap
+    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError, BenchAgentInvalid
+    try:
+        token, _ = ap.read_token(str(token_file) if token_file else None)
+    except ValueError as exc:
+        raise _fail_input(str(exc))
+    remote = AgentPeer(address, agent_port, token)
+    try:
+        remote.hello()
+    except (BenchAgentError, BenchAgentInvalid) as exc:
+        raise _fail_input(str(exc))
+    return remote
+
+
 @app.command()
 def bench(
     peer: Optional[str] = _option(None, "--peer", metavar="IP", help="The other host (required); its agent starts the servers."),
@@ -395,10 +436,9 @@ def bench(
     """Sweep perftest over QP counts and sizes with the peer's agent: both sides always run the same options."""
     _required(peer, "--peer", "option")
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.probe import protocol as ap
     from rdmadoctor.bench import plan, results
     from rdmadoctor.bench import run as bench_run
-    from rdmadoctor.bench.remote import AgentPeer, BenchAgentError, BenchAgentInvalid
+    from rdmadoctor.bench.remote import BenchAgentInvalid
     try:
         common = {k: v for k, v in (("ib-dev", device), ("gid-index", gid_index), ("duration", duration),
                                     ("iters", iters)) if v is not None}
@@ -409,22 +449,9 @@ def bench(
         raise typer.BadParameter(str(exc))
     language = _language(lang)
     table = _table(rules_dir)
-    earlier = None
-    if compare is not None:
-        try:
-            earlier = results.load_json(compare)
-        except results.BenchFileError as exc:
-            raise _fail_input(str(exc))
+    earlier = _earlier_bench(compare) if compare is not None else None
     address = _peer_address(peer)
-    try:
-        token, _ = ap.read_token(str(token_file) if token_file else None)
-    except ValueError as exc:
-        raise _fail_input(str(exc))
-    remote = AgentPeer(address, agent_port, token)
-    try:
-        remote.hello()
-    except (BenchAgentError, BenchAgentInvalid) as exc:
-        raise _fail_input(str(exc))
+    remote = _bench_peer(address, agent_port, token_file)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.text import Text
@@ -746,11 +773,16 @@ def main() -> None:
     except Exception as exc:                    # noqa: BLE001 - the last line of defence: one line, exit 3
         if os.environ.get("RDMADOCTOR_DEBUG"):
             raise
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else ""
-        _say(f"could not finish: {type(exc).__name__}{where}: {exc} (a bug: please report it; "
-             "RDMADOCTOR_DEBUG=1 shows the traceback)")
+        _say_bug(exc)
         code = EXIT_UNKNOWN
     sys.exit(code or 0)
+
+
+def _say_bug(exc: Exception) -> None:
+    """One line for an exception no command expected: what, and where it was raised (the innermost frame)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else ""
+    _say(f"could not finish: {type(exc).__name__}{where}: {exc} (a bug: please report it; "
+         "RDMADOCTOR_DEBUG=1 shows the traceback)")

@@ -43,7 +43,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rdmadoctor" / "knowledge" / "messages" / "perftest_strings.tsv"
@@ -147,47 +147,70 @@ def string_macros(sources: Dict[str, str]) -> Dict[str, str]:
     return macros
 
 
-def messages(tokens: Sequence[Token], strings: Dict[str, str]) -> Iterator[Tuple[int, str, str]]:
-    """(token index, stream, literal) of every message printed in tokens."""
+Printed = Optional[Tuple[str, Sequence[Token]]]   # (stream, the argument the text starts), None: no message
+
+
+def _to_stdout(name: str, args: List[List[Token]], handler_vars: Set[str]) -> Printed:
+    return "stdout", args[0]                                         # printf(FMT, ...), puts(S)
+
+
+def _to_file(name: str, args: List[List[Token]], handler_vars: Set[str]) -> Printed:
+    # fprintf(STREAM, FMT, ...), fputs(S, STREAM): a message only when STREAM is stdout or stderr
+    target = args[0] if name == "fprintf" else args[-1]
+    if len(args) >= 2 and len(target) == 1 and target[0][1] in ("stdout", "stderr"):
+        return target[0][1], args[1] if name == "fprintf" else args[0]
+    return None
+
+
+def _to_perror(name: str, args: List[List[Token]], handler_vars: Set[str]) -> Printed:
+    return "stderr(perror)", args[0]
+
+
+def _to_error_handler(name: str, args: List[List[Token]], handler_vars: Set[str]) -> Printed:
+    return "stderr(error_handler)", args[0]
+
+
+def _into_error_handler_var(name: str, args: List[List[Token]], handler_vars: Set[str]) -> Printed:
+    # sprintf(VAR, FMT, ...), snprintf(VAR, N, FMT, ...): a message only when VAR goes to error_handler
+    fmt_at = 1 if name == "sprintf" else 2
+    if len(args) > fmt_at and len(args[0]) == 1 and args[0][0][1] in handler_vars:
+        return "stderr(error_handler)", args[fmt_at]
+    return None
+
+
+# the calls that print a message, each with where its text goes
+_PRINTING_CALLS: Dict[str, Callable[[str, List[List[Token]], Set[str]], Printed]] = {
+    "printf": _to_stdout, "puts": _to_stdout, "fprintf": _to_file, "fputs": _to_file, "perror": _to_perror,
+    "error_handler": _to_error_handler, "sprintf": _into_error_handler_var, "snprintf": _into_error_handler_var,
+}
+
+
+def _error_handler_vars(tokens: Sequence[Token]) -> Set[str]:
+    """The variables passed to error_handler(VAR): the text assigned or formatted into one is printed."""
     handler_vars = set()
     for i in range(len(tokens) - 1):
         if tokens[i] == ("id", "error_handler") and tokens[i + 1] == ("op", "("):
             first = call_arguments(tokens, i)[0]
             if len(first) == 1 and first[0][0] == "id":
                 handler_vars.add(first[0][1])
+    return handler_vars
+
+
+def messages(tokens: Sequence[Token], strings: Dict[str, str]) -> Iterator[Tuple[int, str, str]]:
+    """(token index, stream, literal) of every message printed in tokens."""
+    handler_vars = _error_handler_vars(tokens)
     for i in range(len(tokens) - 1):
         kind, name = tokens[i]
         if kind != "id":
             continue
+        printed: Printed = None
         if tokens[i + 1] == ("op", "=") and name in handler_vars:
-            literal = leading_literal(tokens[i + 2:], strings)
-            if literal:
-                yield i, "stderr(error_handler)", literal
-            continue
-        if tokens[i + 1] != ("op", "("):
-            continue
-        stream: Optional[str] = None
-        arg: Sequence[Token] = ()
-        if name in ("printf", "puts"):
-            args = call_arguments(tokens, i)
-            stream, arg = "stdout", args[0]
-        elif name in ("fprintf", "fputs"):
-            args = call_arguments(tokens, i)
-            target = args[0] if name == "fprintf" else args[-1]
-            if len(args) >= 2 and len(target) == 1 and target[0][1] in ("stdout", "stderr"):
-                stream, arg = target[0][1], args[1] if name == "fprintf" else args[0]
-        elif name == "perror":
-            stream, arg = "stderr(perror)", call_arguments(tokens, i)[0]
-        elif name == "error_handler":
-            stream, arg = "stderr(error_handler)", call_arguments(tokens, i)[0]
-        elif name in ("sprintf", "snprintf"):
-            args = call_arguments(tokens, i)
-            fmt_at = 1 if name == "sprintf" else 2
-            if len(args) > fmt_at and len(args[0]) == 1 and args[0][0][1] in handler_vars:
-                stream, arg = "stderr(error_handler)", args[fmt_at]
-        literal = leading_literal(arg, strings) if stream else None
-        if stream and literal:
-            yield i, stream, literal
+            printed = "stderr(error_handler)", tokens[i + 2:]          # VAR = S
+        elif tokens[i + 1] == ("op", "(") and name in _PRINTING_CALLS:
+            printed = _PRINTING_CALLS[name](name, call_arguments(tokens, i), handler_vars)
+        literal = leading_literal(printed[1], strings) if printed else None
+        if printed and literal:
+            yield i, printed[0], literal
 
 
 def function_opened_at(tokens: Sequence[Token], brace: int) -> Optional[str]:
@@ -209,49 +232,70 @@ def function_opened_at(tokens: Sequence[Token], brace: int) -> Optional[str]:
     return None
 
 
+class _FileScan:
+    """One source file read line by line: its tokens outside preprocessor directives, the function each of
+    them is in, and the messages of its macros."""
+
+    def __init__(self, strings: Dict[str, str]) -> None:
+        self.strings = strings
+        self.found: List[Tuple[Tuple[int, int, int], str, str, str]] = []   # (place, function, stream, literal)
+        self.code: List[Token] = []
+        self.functions: List[Optional[str]] = []
+        self.conditionals: List[List[Optional[int]]] = []   # per open #if: [depth at #if, depth after 1st branch]
+        self.depth = 0
+        self.function: Optional[str] = None
+
+    def directive(self, stripped: str) -> None:
+        directive = re.match(r"#\s*(\w+)\s*(.*)", stripped)
+        keyword, rest = (directive.group(1), directive.group(2)) if directive else ("", "")
+        # Branches of a conditional may each open a brace (`if (a) {` / `if (b) {`): every branch
+        # starts from the depth at #if, and the first branch's depth carries on after #endif.
+        if keyword in ("if", "ifdef", "ifndef"):
+            self.conditionals.append([self.depth, None])
+        elif keyword in ("elif", "else") and self.conditionals:
+            if self.conditionals[-1][1] is None:
+                self.conditionals[-1][1] = self.depth
+            self.depth = self.conditionals[-1][0] or 0
+        elif keyword == "endif" and self.conditionals:
+            after_first = self.conditionals.pop()[1]
+            if after_first is not None:
+                self.depth = after_first
+        elif keyword == "define":
+            self._define(rest)
+
+    def _define(self, rest: str) -> None:
+        """The messages a macro's body prints, attributed to the macro."""
+        macro = re.match(r"(\w+)(\([^)]*\))?(.*)", rest)
+        if macro:
+            for _i, stream, literal in messages(tokenize(macro.group(3)), self.strings):
+                self.found.append(((len(self.code), 0, len(self.found)), macro.group(1), stream, literal))
+
+    def code_line(self, line: str) -> None:
+        for tok in tokenize(line):
+            self.code.append(tok)
+            if tok == ("op", "{"):
+                if self.depth == 0:
+                    self.function = function_opened_at(self.code, len(self.code) - 1)
+                self.depth += 1
+            elif tok == ("op", "}"):
+                self.depth -= 1
+                if self.depth == 0:
+                    self.function = None
+            self.functions.append(self.function)
+
+
 def extract_file(name: str, text: str, strings: Dict[str, str]) -> List[Row]:
     """Every message of one source file, in source order."""
-    found: List[Tuple[Tuple[int, int, int], str, str, str]] = []   # (place, function, stream, literal)
-    code: List[Token] = []          # the file's tokens outside preprocessor directives
-    functions: List[Optional[str]] = []   # the function each of those tokens is in
-    conditionals: List[List[Optional[int]]] = []   # per open #if: [depth at #if, depth after 1st branch]
-    depth, function = 0, None
+    scan = _FileScan(strings)
     for line in logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#"):
-            directive = re.match(r"#\s*(\w+)\s*(.*)", stripped)
-            keyword, rest = (directive.group(1), directive.group(2)) if directive else ("", "")
-            # Branches of a conditional may each open a brace (`if (a) {` / `if (b) {`): every branch
-            # starts from the depth at #if, and the first branch's depth carries on after #endif.
-            if keyword in ("if", "ifdef", "ifndef"):
-                conditionals.append([depth, None])
-            elif keyword in ("elif", "else") and conditionals:
-                if conditionals[-1][1] is None:
-                    conditionals[-1][1] = depth
-                depth = conditionals[-1][0] or 0
-            elif keyword == "endif" and conditionals:
-                after_first = conditionals.pop()[1]
-                if after_first is not None:
-                    depth = after_first
-            elif keyword == "define":
-                macro = re.match(r"(\w+)(\([^)]*\))?(.*)", rest)
-                if macro:
-                    for _i, stream, literal in messages(tokenize(macro.group(3)), strings):
-                        found.append(((len(code), 0, len(found)), macro.group(1), stream, literal))
-            continue
-        for tok in tokenize(line):
-            code.append(tok)
-            if tok == ("op", "{"):
-                if depth == 0:
-                    function = function_opened_at(code, len(code) - 1)
-                depth += 1
-            elif tok == ("op", "}"):
-                depth -= 1
-                if depth == 0:
-                    function = None
-            functions.append(function)
-    for i, stream, literal in messages(code, strings):
-        found.append(((i, 1, 0), functions[i] or "-", stream, literal))
+            scan.directive(stripped)
+        else:
+            scan.code_line(line)
+    found = list(scan.found)
+    for i, stream, literal in messages(scan.code, strings):
+        found.append(((i, 1, 0), scan.functions[i] or "-", stream, literal))
     return [Row(name, function, stream, literal) for _key, function, stream, literal in sorted(found)]
 
 

@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, NoReturn, Optional, Tuple
 
 from rdmadoctor.agent.perftest import PerftestRefused, PerftestServers
 from rdmadoctor.probe import protocol as p
@@ -90,6 +90,49 @@ class Config:
         return max(1, self.max_clients // 4) if self.token is not None and self.max_clients > 1 else 0
 
 
+def _listdir(path: str) -> List[str]:
+    """A sysfs directory's entries; none when it is missing or unreadable."""
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _gid_ipv4s(port_dir: str) -> List[str]:
+    """The IPv4 addresses of a port's IPv4-mapped GIDs (RoCE), in the order its gids/ directory lists them."""
+    gids_dir = os.path.join(port_dir, "gids")
+    out: List[str] = []
+    for name in _listdir(gids_dir):
+        try:
+            with open(os.path.join(gids_dir, name)) as f:
+                gid = ipaddress.IPv6Address(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if gid.ipv4_mapped is not None:
+            out.append(str(gid.ipv4_mapped))
+    return out
+
+
+def _gid_netdevs(port_dir: str) -> List[str]:
+    """The netdevs a port's GIDs are bound to (gid_attrs/ndevs; empty entries are unused GIDs)."""
+    ndevs = os.path.join(port_dir, "gid_attrs", "ndevs")
+    out: List[str] = []
+    for name in (os.listdir(ndevs) if os.path.isdir(ndevs) else []):
+        try:
+            with open(os.path.join(ndevs, name)) as f:
+                nd = f.read().strip()
+        except OSError:
+            continue
+        if nd:
+            out.append(nd)
+    return out
+
+
+def _append_unseen(found: List[str], values: List[str]) -> None:
+    """Each of `values` not in `found` yet, in order (an address or netdev is listed once)."""
+    found.extend(v for v in dict.fromkeys(values) if v not in found)
+
+
 def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
     """(the address to bind, the candidates): this host's IPv4 addresses that have an RDMA GID (RoCE), or that
     sit on an RDMA device's netdev (IPoIB). Exactly one -> it; none or several -> None (the user must choose).
@@ -99,44 +142,14 @@ def default_bind(root: str = "/") -> Tuple[Optional[str], List[str]]:
     base = os.path.join(root, "sys/class/infiniband")
     found: List[str] = []
     netdevs: List[str] = []
-    try:
-        devices = sorted(os.listdir(base))
-    except OSError:
-        devices = []
-    for dev in devices:
+    for dev in sorted(_listdir(base)):
         ports_dir = os.path.join(base, dev, "ports")
-        try:
-            ports = sorted(os.listdir(ports_dir))
-        except OSError:
-            continue
-        for port in ports:
-            gids_dir = os.path.join(ports_dir, port, "gids")
-            try:
-                names = os.listdir(gids_dir)
-            except OSError:
-                names = []
-            for name in names:
-                try:
-                    with open(os.path.join(gids_dir, name)) as f:
-                        gid = ipaddress.IPv6Address(f.read().strip())
-                except (OSError, ValueError):
-                    continue
-                if gid.ipv4_mapped is not None and str(gid.ipv4_mapped) not in found:
-                    found.append(str(gid.ipv4_mapped))
-            ndevs = os.path.join(ports_dir, port, "gid_attrs", "ndevs")
-            for name in (os.listdir(ndevs) if os.path.isdir(ndevs) else []):
-                try:
-                    with open(os.path.join(ndevs, name)) as f:
-                        nd = f.read().strip()
-                except OSError:
-                    continue
-                if nd and nd not in netdevs:
-                    netdevs.append(nd)
+        for port in sorted(_listdir(ports_dir)):
+            _append_unseen(found, _gid_ipv4s(os.path.join(ports_dir, port)))
+            _append_unseen(netdevs, _gid_netdevs(os.path.join(ports_dir, port)))
     if not found:
-        for nd in netdevs:
-            address = ipv4_of(nd)
-            if address and address not in found:
-                found.append(address)
+        # IPoIB: no GID carries an IPv4 address, the RDMA device's netdev does
+        _append_unseen(found, [a for a in (ipv4_of(nd) for nd in netdevs) if a])
     return (found[0] if len(found) == 1 else None), found
 
 
@@ -525,42 +538,15 @@ class Session:
 
     def _serve(self) -> None:
         while not self.agent.stop.is_set() and not self.evicted:
-            left, why = self._left()
-            if left <= 0:
-                self._expire(why)
-            started = time.monotonic()
-            try:
-                line = self.reader.readline(left)
-            except socket.timeout:
-                self._expire(self._left()[1] if self._left()[0] <= 0 else why)
-            except p.TooLarge as exc:
-                self.send(p.error(None, exc.code, exc.message))
-                raise Closed("refused:too-large")
-            except p.ProtocolError as exc:
-                raise Closed(f"closed:{exc.code}")
-            except OSError:
-                return
+            started, line = self._next_line()
             if line is None or self.evicted:
                 return
-            if not line.strip():
-                self._bad(started, "?", "bad-request", "empty line")
-                continue
-            try:
-                request = p.decode_request(line)
-            except p.ProtocolError as exc:
-                self.send(p.error(None, exc.code, exc.message))
-                self._bad(started, "?", exc.code, exc.message)
+            request = self._decoded(line, started)
+            if request is None:
                 continue
             self._authenticated(request, started)
             op = request["op"]
-            try:
-                reply, outcome, detail = self.dispatch(request)
-            except p.ProtocolError as exc:
-                reply, outcome, detail = p.error(request, exc.code, exc.message), f"refused:{exc.code}", exc.message
-            except RateLimited as exc:
-                reply, outcome, detail = p.error(request, "rate-limited", str(exc)), "refused:rate-limited", ""
-            except AgentError as exc:
-                reply, outcome, detail = p.error(request, "failed", str(exc)), "failed", str(exc)
+            reply, outcome, detail = self._answer(request)
             self.send(reply)
             if self.pending_key is not None:
                 self.key, self.pending_key, self.seq = self.pending_key, None, 0
@@ -574,7 +560,50 @@ class Session:
             if code in ("auth-failed", "auth-backoff"):
                 raise Closed(f"closed:{code}")
 
-    def _expire(self, why: str) -> None:
+    def _next_line(self) -> Tuple[float, Optional[str]]:
+        """(when the wait began, the next request line, None once the client has gone); Closed when the
+        connection's time is up or the line breaks the protocol."""
+        left, why = self._left()
+        if left <= 0:
+            self._expire(why)
+        started = time.monotonic()
+        try:
+            return started, self.reader.readline(left)
+        except socket.timeout:
+            # the wait may have hit a deadline other than the one it was sized for (session, auth)
+            self._expire(self._left()[1] if self._left()[0] <= 0 else why)
+        except p.TooLarge as exc:
+            self.send(p.error(None, exc.code, exc.message))
+            raise Closed("refused:too-large")
+        except p.ProtocolError as exc:
+            raise Closed(f"closed:{exc.code}")
+        except OSError:
+            return started, None
+
+    def _decoded(self, line: str, started: float) -> Optional[Dict[str, Any]]:
+        """The request on the line; None for a bad one (answered and counted)."""
+        if not line.strip():
+            self._bad(started, "?", "bad-request", "empty line")
+            return None
+        try:
+            return p.decode_request(line)
+        except p.ProtocolError as exc:
+            self.send(p.error(None, exc.code, exc.message))
+            self._bad(started, "?", exc.code, exc.message)
+            return None
+
+    def _answer(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        """(the reply, the outcome logged, its detail): a refusal or a failure is an answer too."""
+        try:
+            return self.dispatch(request)
+        except p.ProtocolError as exc:
+            return p.error(request, exc.code, exc.message), f"refused:{exc.code}", exc.message
+        except RateLimited as exc:
+            return p.error(request, "rate-limited", str(exc)), "refused:rate-limited", ""
+        except AgentError as exc:
+            return p.error(request, "failed", str(exc)), "failed", str(exc)
+
+    def _expire(self, why: str) -> NoReturn:
         message = {"closed:idle": "no request for %g s" % self.agent.config.idle,
                    "closed:auth-timeout": "not authenticated %g s after connecting" % AUTH_DEADLINE,
                    }.get(why, "connection open longer than %g s" % self.agent.config.session)
@@ -606,19 +635,8 @@ class Session:
 
     def dispatch(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
         op = request["op"]
-        cfg = self.agent.config
         if op == "hello":
-            from rdmadoctor import __version__
-            if self.key is None:
-                self.challenge = p.new_nonce()
-            answer = p.normalized(p.answer(
-                request, agent="rdmadoctor", version=__version__, protocol=p.PROTOCOL, ops=list(p.OPS),
-                auth="hmac-sha256" if cfg.token else "none", challenge=self.challenge, client=self.client,
-                bind=self.local, rdma_port=self.agent.rdma_port, perftest=cfg.allow_perftest,
-                privileged_facts=cfg.privileged_facts or cfg.token is not None))
-            if self.key is None:
-                self.hello_digest = p.transcript(answer)
-            return answer, "ok", ""
+            return self._hello(request)
         if op == "auth":
             return self._auth(request)
         if op == "bye":
@@ -628,26 +646,47 @@ class Session:
         if not self.authed:
             raise p.ProtocolError("auth-required", "this agent needs a token: hello, then auth")
         if op == "facts":
-            port = p.int_field(request, "port", 18515, 1, 65535)
-            facts, cached = self.agent.facts.get(self.client, port, timeout=FACTS_BUDGET + 30.0)
-            facts = public_facts(facts, cfg.privileged_facts or cfg.token is not None)
-            return p.answer(request, facts=facts, cached=cached), "ok", f"port={port}{' cached' if cached else ''}"
+            return self._facts(request)
         if op == "listen":
             return self._listen(request)
         if op.startswith("perftest"):
             return self._perftest(request)
         if op == "result":
-            wait = p.number_field(request, "wait", 10.0, 0.0, RESULT_WAIT_MAX)
-            if self.listener is None:
-                raise p.ProtocolError("no-listener", "no listener was started on this connection (send listen)")
-            try:
-                result = self.listener.result(wait)
-            finally:
-                self.listener.close()                 # torn down after its report, whatever it said
-                self.listener = None
-                self._release()
-            return p.answer(request, listener=result), "ok", f"listener {result['state']}"
+            return self._result(request)
         raise p.ProtocolError("unknown-op", "unknown op")
+
+    def _hello(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        from rdmadoctor import __version__
+        cfg = self.agent.config
+        if self.key is None:
+            self.challenge = p.new_nonce()
+        answer = p.normalized(p.answer(
+            request, agent="rdmadoctor", version=__version__, protocol=p.PROTOCOL, ops=list(p.OPS),
+            auth="hmac-sha256" if cfg.token else "none", challenge=self.challenge, client=self.client,
+            bind=self.local, rdma_port=self.agent.rdma_port, perftest=cfg.allow_perftest,
+            privileged_facts=cfg.privileged_facts or cfg.token is not None))
+        if self.key is None:
+            self.hello_digest = p.transcript(answer)
+        return answer, "ok", ""
+
+    def _facts(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        cfg = self.agent.config
+        port = p.int_field(request, "port", 18515, 1, 65535)
+        facts, cached = self.agent.facts.get(self.client, port, timeout=FACTS_BUDGET + 30.0)
+        facts = public_facts(facts, cfg.privileged_facts or cfg.token is not None)
+        return p.answer(request, facts=facts, cached=cached), "ok", f"port={port}{' cached' if cached else ''}"
+
+    def _result(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+        wait = p.number_field(request, "wait", 10.0, 0.0, RESULT_WAIT_MAX)
+        if self.listener is None:
+            raise p.ProtocolError("no-listener", "no listener was started on this connection (send listen)")
+        try:
+            result = self.listener.result(wait)
+        finally:
+            self.listener.close()                 # torn down after its report, whatever it said
+            self.listener = None
+            self._release()
+        return p.answer(request, listener=result), "ok", f"listener {result['state']}"
 
     def _auth(self, request: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
         cfg = self.agent.config

@@ -125,20 +125,7 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     data: Dict[str, Any] = {"port": ctx.port, "ports_asked": ports}
     notes = ["only this network namespace is visible",
              "rdma_cm listeners (ib_*_bw -R, rping -s) are not TCP sockets: see cm_ids"]
-    listeners = None
-    if ctx.live:
-        try:
-            listeners = psutil_listeners(ports)
-            ctx.source = "psutil"
-        except ImportError:
-            notes.append("psutil is not installed: listeners from /proc/net/tcp, without their processes")
-        except Exception as exc:     # noqa: BLE001 - psutil.AccessDenied on some platforms
-            notes.append(f"psutil failed ({type(exc).__name__}: {exc}); listeners from /proc/net/tcp")
-    if listeners is None:
-        listeners = proc_net_listeners(ctx, ports)
-        ctx.source = "/proc/net/tcp"
-        if listeners is None:
-            raise Unavailable("cannot list TCP sockets: psutil unusable and /proc/net/tcp unreadable")
+    listeners = _tcp_listeners(ctx, ports, notes)
     if any(l["pid"] is None for l in listeners):
         why = ("the owning process is not visible to this user (run as root to see it)" if not ctx.is_root
                else "the owning process is not visible (another namespace, or hidepid)")
@@ -148,13 +135,37 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
     data["tcp_listeners"] = listeners
     if ctx.live:
         data.update(processes(ctx))
+    data["cm_ids"] = _cm_ids_or_none(ctx, notes)
+    data["notes"] = notes
+    return data
+
+
+def _tcp_listeners(ctx: CollectContext, ports: List[int], notes: List[str]) -> List[Dict[str, Any]]:
+    """The TCP listeners on the ports asked about: from psutil on a live host (it names their processes), else
+    from /proc/net/tcp."""
+    if ctx.live:
+        try:
+            listeners = psutil_listeners(ports)
+            ctx.source = "psutil"
+            return listeners
+        except ImportError:
+            notes.append("psutil is not installed: listeners from /proc/net/tcp, without their processes")
+        except Exception as exc:     # noqa: BLE001 - psutil.AccessDenied on some platforms
+            notes.append(f"psutil failed ({type(exc).__name__}: {exc}); listeners from /proc/net/tcp")
+    from_proc = proc_net_listeners(ctx, ports)
+    ctx.source = "/proc/net/tcp"
+    if from_proc is None:
+        raise Unavailable("cannot list TCP sockets: psutil unusable and /proc/net/tcp unreadable")
+    return from_proc
+
+
+def _cm_ids_or_none(ctx: CollectContext, notes: List[str]) -> Optional[List[Dict[str, Any]]]:
+    """The rdma_cm ids, or None: a kernel without an RDMA subsystem is noted, any other failure is unreadable."""
     try:
-        data["cm_ids"] = cm_ids(ctx)
+        return cm_ids(ctx)
     except (Unavailable, ValueError) as exc:
-        data["cm_ids"] = None
         if "NETLINK_RDMA" in str(exc) and not ctx.exists("/sys/module/ib_core"):
             notes.append("no rdma_cm ids: this kernel has no RDMA subsystem (no ib_core)")
         else:
             ctx.unreadable("rdma_cm ids", str(exc))
-    data["notes"] = notes
-    return data
+        return None

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import shlex
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
 from rdmadoctor.views import params
@@ -28,7 +28,6 @@ from rdmadoctor.runtime.text import Quoted, shell_words  # noqa: F401 - rules' c
 
 FIELD = re.compile(r"\{([A-Za-z_][\w.]*)((?:\|[\w]+(?::[^}|]*)?)*)\}")
 MISSING = "?"
-FILTERS = ("pct", "gbps", "bytes", "join", "upper", "lower", "default", "option", "words", "errno", "strerror")
 RUN_NAMES = ("command_text",)      # names a run answers besides its parameters, features and attributes
 
 
@@ -81,30 +80,6 @@ def _bytes(n: Any) -> str:
     return str(n)
 
 
-def _apply(value: Any, name: str, arg: str) -> Any:
-    if name == "pct":
-        return f"{float(value) * 100:.0f}%"
-    if name == "gbps":
-        return f"{float(value):.1f} Gb/s"
-    if name == "bytes":
-        return _bytes(value)
-    if name == "join":
-        return ", ".join(str(v) for v in value)
-    if name == "upper":
-        return str(value).upper()
-    if name == "lower":
-        return str(value).lower()
-    if name == "default":
-        return value
-    if name == "option":          # a negotiated field name (X09) -> the option that sets it
-        return NEGOTIATED_FIELDS.get(str(value), str(value))
-    if name == "words":
-        return shell_words(str(value).split())
-    if name in ("errno", "strerror"):   # -110 or 110 -> ETIMEDOUT / "Connection timed out" (Linux numbering)
-        return _errno_text(value, name)
-    raise ValueError(f"unknown template filter {name}")
-
-
 def _errno_text(value: Any, name: str) -> str:
     try:
         number = abs(int(str(value).strip(), 0))
@@ -113,6 +88,32 @@ def _errno_text(value: Any, name: str) -> str:
     if name == "errno":
         return errno.errorcode.get(number, f"errno {number}")
     return os.strerror(number)
+
+
+# what each filter of a field ({path|name}) makes of the value
+_FILTERS: Dict[str, Callable[[Any], Any]] = {
+    "pct": lambda value: f"{float(value) * 100:.0f}%",
+    "gbps": lambda value: f"{float(value):.1f} Gb/s",
+    "bytes": _bytes,
+    "join": lambda value: ", ".join(str(v) for v in value),
+    "upper": lambda value: str(value).upper(),
+    "lower": lambda value: str(value).lower(),
+    "default": lambda value: value,         # its argument stands in for a missing value (render)
+    # a negotiated field name (X09) -> the option that sets it
+    "option": lambda value: NEGOTIATED_FIELDS.get(str(value), str(value)),
+    "words": lambda value: shell_words(str(value).split()),
+    # -110 or 110 -> ETIMEDOUT / "Connection timed out" (Linux numbering)
+    "errno": lambda value: _errno_text(value, "errno"),
+    "strerror": lambda value: _errno_text(value, "strerror"),
+}
+FILTERS = tuple(_FILTERS)
+
+
+def _apply(value: Any, name: str, arg: str) -> Any:
+    apply = _FILTERS.get(name)
+    if apply is None:
+        raise ValueError(f"unknown template filter {name}")
+    return apply(value)
 
 
 def render(template: str, bindings: Dict[str, Any], ctx: Dict[str, Any], shell: bool = False) -> str:

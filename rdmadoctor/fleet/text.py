@@ -27,33 +27,42 @@ def render(doc: Dict[str, Any], verbose: bool = False) -> str:
     if doc.get("command") == "probe":
         counts = f"pairwise probe; the nodes' own checks: {counts}"
     out: List[str] = [f"FLEET {word}  {counts}"]
-    for g in doc.get("groups") or []:
-        word = (g["status"] if g["state"] == "checked" else "unknown").ljust(8)
-        label = (_p(g["label"]) if g["status"] != "ok" else "-").ljust(28)
-        line = f"  {word} {label} {_p(g['nodes'])}"
-        if g["status"] != "ok":
-            line += f"\n           {_p(g.get('summary'))}"
-            if g.get("fix"):
-                line += f"\n           Fix: {_p(g['fix'])}"
-        out.append(line)
+    out.extend(_group_line(g) for g in doc.get("groups") or [])
     rows = doc.get("drift") or []
     if rows:
         out.append("Drift (values that differ across nodes; the odd nodes are outside the most common value)")
-        for row in rows:
-            values = "; ".join(f"{_p(v['value'])} on {v['count']} node{'s' if v['count'] != 1 else ''}"
-                               if v["value"] == row.get("majority") and v["count"] > 3 else
-                               f"{_p(v['value'])} on {_p(v['nodes'])}" for v in row["values"])
-            if row.get("unknown_count"):
-                values += f"; not read on {_p(row['unknown'])}"
-            if row.get("majority") is None and len(row["values"]) > 1:
-                values += " (no majority)"
-            out.append(f"  {_p(row['label']).ljust(22)} {values}")
+        out.extend(_drift_line(row) for row in rows)
     probe = doc.get("probe")
     if probe:
         out.extend(_probe_lines(probe, verbose))
     for note in doc.get("notes") or []:
         out.append(f"Note: {_p(note)}")
     return "\n".join(out) + "\n"
+
+
+def _group_line(g: Dict[str, Any]) -> str:
+    """A group of nodes that answered alike: its status and nodes, and what is wrong and the fix unless ok."""
+    word = (g["status"] if g["state"] == "checked" else "unknown").ljust(8)
+    label = (_p(g["label"]) if g["status"] != "ok" else "-").ljust(28)
+    line = f"  {word} {label} {_p(g['nodes'])}"
+    if g["status"] != "ok":
+        line += f"\n           {_p(g.get('summary'))}"
+        if g.get("fix"):
+            line += f"\n           Fix: {_p(g['fix'])}"
+    return line
+
+
+def _drift_line(row: Dict[str, Any]) -> str:
+    """A value that differs across nodes: the majority's as a count of nodes (when more than 3), the others' with
+    their nodes named."""
+    values = "; ".join(f"{_p(v['value'])} on {v['count']} node{'s' if v['count'] != 1 else ''}"
+                       if v["value"] == row.get("majority") and v["count"] > 3 else
+                       f"{_p(v['value'])} on {_p(v['nodes'])}" for v in row["values"])
+    if row.get("unknown_count"):
+        values += f"; not read on {_p(row['unknown'])}"
+    if row.get("majority") is None and len(row["values"]) > 1:
+        values += " (no majority)"
+    return f"  {_p(row['label']).ljust(22)} {values}"
 
 
 def _probe_lines(probe: Dict[str, Any], verbose: bool) -> List[str]:

@@ -236,17 +236,9 @@ class LineClassifier:
         stripped = line.strip()
         if not stripped:
             return ()
-        # The lines that vary from run to run (result rows, addresses, GIDs) are not worth caching:
-        # recognise them first, by their start, without the catalogue.
-        first = stripped[0]
-        if first.isdigit():
-            numbers = _numbers(stripped)
-            if numbers is not None:
-                return numbers
-        elif first in "lrLRgG":
-            single = self._single_structural(stripped)
-            if single is not None:
-                return single
+        varying = self._varying(stripped)
+        if varying is not None:
+            return varying
         shape = line.translate(_SHAPE)
         plan = self._shapes.get(shape)
         if plan is None:
@@ -330,6 +322,17 @@ class LineClassifier:
             return ()
         return tuple(self._classify(line, None, matches))
 
+    @classmethod
+    def _varying(cls, stripped: str) -> Optional[Tuple[Item, ...]]:
+        """A line of the kinds that vary from run to run (result rows, addresses, GIDs), recognised by its start
+        without the catalogue: not worth caching."""
+        first = stripped[0]
+        if first.isdigit():
+            return _numbers(stripped)
+        if first in "lrLRgG":
+            return cls._single_structural(stripped)
+        return None
+
     @staticmethod
     def _single_structural(stripped: str) -> Optional[Tuple[Item, ...]]:
         """An address or GID line that holds nothing else."""
@@ -368,21 +371,25 @@ class LineClassifier:
             message = by_start.get(begin)
             if message is not None:
                 items.append(Item("message", message, begin))
-                rest = line[message.end:end]
-                if rest.strip():
-                    after = self._structural(rest, message.end, allow_text=False)
-                    if not after:
-                        # the rest of a sentence the pattern does not cover ("CPU Frequency is not max."), then the
-                        # result rows a flattened paste put after it
-                        rows = _TRAILING_NUMBERS_RE.search(rest)
-                        if rows:
-                            after = [Item("numbers", tuple(rows.group(1).split()), message.end + rows.start(1))]
-                    items.extend(after)
+                items.extend(self._after_message(line[message.end:end], message.end))
             else:
                 items.extend(self._structural(piece, begin, allow_text=True))
         if len([i for i in items if i.kind != "text"]) > 1:
             self.flattened += 1
         return items
+
+    def _after_message(self, rest: str, column: int) -> List[Item]:
+        """What the piece of a line holds after its message (`rest`, from `column` on)."""
+        if not rest.strip():
+            return []
+        after = self._structural(rest, column, allow_text=False)
+        if not after:
+            # the rest of a sentence the pattern does not cover ("CPU Frequency is not max."), then the
+            # result rows a flattened paste put after it
+            rows = _TRAILING_NUMBERS_RE.search(rest)
+            if rows:
+                after = [Item("numbers", tuple(rows.group(1).split()), column + rows.start(1))]
+        return after
 
     def _structural(self, piece: str, column: int, allow_text: bool) -> List[Item]:
         text = piece.strip()
@@ -402,36 +409,61 @@ class LineClassifier:
             return [Item("gid", perftest_gid(m.group("gid")) or m.group("gid"), column)]
         m = _RESULT_HEADER_RE.search(text) if "#bytes" in low else None
         if m:
-            unit = _UNIT_RE.search(m.group(0))
-            kind = "bw" if "BW" in m.group(0) or "MsgRate" in m.group(0) else (
-                "lat_dur" if re.search(r"tps\s+average", text, re.I) else "lat")
-            items = [Item("result_header", {"kind": kind, "unit": unit.group(1) if unit else None,
-                                            "per_port": "Port1" in m.group(0)}, column)]
-            tail = text[m.end():].strip()
-            if tail and _NUMBERS_RE.match(tail):     # a flattened table: the rows follow the titles
-                items.append(Item("numbers", tuple(tail.split()), column + m.end()))
-            return items
+            return _result_header(text, m, column)
         m = TEST_NAME_RE.search(text) if "test" in low else None
         if m:
             return [Item("test_name", {"verb": m.group("verb"), "tst": m.group("tst"),
                                        "atomic": m.group("atomic"), "bidirectional": bool(m.group("bidir")),
                                        "text": m.group(0)}, column)]
-        if ":" in text and _HEADER_GATE.search(low):
-            pairs = [(_HEADER_LOOKUP.get(re.sub(r"\s+", " ", h.group("key").lower())), h.group("value"))
-                     for h in _HEADER_RE.finditer(text)]
-            if pairs:
-                return [Item("header", tuple(p for p in pairs if p[0]), column)]
-        command = parse_command(text) if ("ib_" in text or "raw_ethernet" in text) else None
+        header = _header_item(text, low, column)
+        if header is not None:
+            return [header]
+        command = _command_item(text, column)
         if command is not None:
-            tool, argv, options, host, end = command
-            prefix = text[:TOOL_RE.search(text).start()]
-            return [Item("command", {"tool": tool, "argv": argv, "options": options, "host": host,
-                                     "text": text[TOOL_RE.search(text).start():end].strip(),
-                                     "prompt_side": side_label(prefix) if prefix.strip() else None,
-                                     "background": bool(_BACKGROUND_RE.search(text[end:]))}, column)]
-        if _NUMBERS_RE.match(text):
-            return [Item("numbers", tuple(text.split()), column)]
-        side = side_label(text) if ("server" in low or "client" in low) else None
-        if side:
-            return [Item("side_label", {"side": side, "label": text.strip(" =#*-[]<>|:_~")}, column)]
-        return [Item("text", text, column)] if allow_text else []
+            return [command]
+        return _rows_side_or_text(text, low, column, allow_text)
+
+
+def _rows_side_or_text(text: str, low: str, column: int, allow_text: bool) -> List[Item]:
+    """A piece with none of perftest's structure: result rows, a side label ("Server:"), else plain text."""
+    if _NUMBERS_RE.match(text):
+        return [Item("numbers", tuple(text.split()), column)]
+    side = side_label(text) if ("server" in low or "client" in low) else None
+    if side:
+        return [Item("side_label", {"side": side, "label": text.strip(" =#*-[]<>|:_~")}, column)]
+    return [Item("text", text, column)] if allow_text else []
+
+
+def _header_item(text: str, low: str, column: int) -> Optional[Item]:
+    """The `key : value` pairs of perftest's header box on the line (the keys it knows, by their canonical name)."""
+    if ":" not in text or not _HEADER_GATE.search(low):
+        return None
+    pairs = [(_HEADER_LOOKUP.get(re.sub(r"\s+", " ", h.group("key").lower())), h.group("value"))
+             for h in _HEADER_RE.finditer(text)]
+    return Item("header", tuple(p for p in pairs if p[0]), column) if pairs else None
+
+
+def _result_header(text: str, m: re.Match, column: int) -> List[Item]:
+    """A result table's titles (`m`), and the rows that follow them on the line of a flattened table."""
+    unit = _UNIT_RE.search(m.group(0))
+    kind = "bw" if "BW" in m.group(0) or "MsgRate" in m.group(0) else (
+        "lat_dur" if re.search(r"tps\s+average", text, re.I) else "lat")
+    items = [Item("result_header", {"kind": kind, "unit": unit.group(1) if unit else None,
+                                    "per_port": "Port1" in m.group(0)}, column)]
+    tail = text[m.end():].strip()
+    if tail and _NUMBERS_RE.match(tail):     # a flattened table: the rows follow the titles
+        items.append(Item("numbers", tuple(tail.split()), column + m.end()))
+    return items
+
+
+def _command_item(text: str, column: int) -> Optional[Item]:
+    """A perftest command line, with the prompt before it and a trailing `&`."""
+    command = parse_command(text) if ("ib_" in text or "raw_ethernet" in text) else None
+    if command is None:
+        return None
+    tool, argv, options, host, end = command
+    prefix = text[:TOOL_RE.search(text).start()]
+    return Item("command", {"tool": tool, "argv": argv, "options": options, "host": host,
+                            "text": text[TOOL_RE.search(text).start():end].strip(),
+                            "prompt_side": side_label(prefix) if prefix.strip() else None,
+                            "background": bool(_BACKGROUND_RE.search(text[end:]))}, column)

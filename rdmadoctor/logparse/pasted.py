@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from rdmadoctor.model import Message, Run
 
@@ -94,85 +94,111 @@ class _Listing:
         return ports[number]
 
     def read(self, m: Message) -> None:
-        f = m.fields
-        mid = m.id
-        if mid in DEVICE_HEADERS:
-            if f.get("device"):
-                self.device, self.port = f["device"], None
-                self.dev(f["device"])
-            return
-        if mid == "VERBS.DEVINFO_TRANSPORT" and self.device:
+        reader = _READERS.get(m.id)
+        if reader is not None:
+            reader(self, m.fields)
+
+    # One reader per kind of listing line. Lines without a device or port of their own (ibv_devinfo's and
+    # ibstat's indented lines) describe the device and port last printed.
+
+    def _device_header(self, f: Dict[str, Any]) -> None:
+        if f.get("device"):
+            self.device, self.port = f["device"], None
+            self.dev(f["device"])
+
+    def _transport(self, f: Dict[str, Any]) -> None:
+        if self.device:
             self.dev(self.device)["transport"] = f.get("ib_transport")
-        elif mid == "VERBS.DEVINFO_FW" and self.device:
+
+    def _firmware(self, f: Dict[str, Any]) -> None:
+        if self.device:
             self.dev(self.device)["fw_ver"] = f.get("firmware")
-        elif mid in ("VERBS.DEVINFO_PORT", "VERBS.IBSTAT_PORT"):
-            self.port = _int(f.get("port"))
-            self.port_of()
-        elif mid == "VERBS.IBSTATUS_PORT":
-            self.device, self.port = f.get("device"), _int(f.get("port"))
-            self.port_of()
-        elif mid in ("VERBS.DEVINFO_PORT_STATE", "VERBS.IBSTAT_STATE"):
-            self._set("state", _STATE.get(str(f.get("port_state", "")).upper()))
-        elif mid in ("VERBS.DEVINFO_PHYS_STATE", "VERBS.IBSTAT_PHYS_STATE"):
-            self._set("phys_state", _phys(f.get("phys_state")))
-        elif mid == "VERBS.IBSTATUS_STATE":
-            if str(f.get("which", "")).lower() == "state":
-                self._set("state", _STATE.get(str(f.get("state", "")).upper()))
-            else:
-                self._set("phys_state", _phys(f.get("state")))
-        elif mid == "VERBS.DEVINFO_ACTIVE_MTU":
-            self._set("active_mtu", _int(f.get("mtu")))
-        elif mid == "VERBS.DEVINFO_MAX_MTU":
-            self._set("max_mtu", _int(f.get("mtu")))
-        elif mid == "VERBS.DEVINFO_LIDS":
-            if "sm_lid" in f:
-                self._set("sm_lid", _int(f.get("sm_lid")))
-            if "lid" in f:
-                self._set("lid", _int(f.get("lid")))
-        elif mid == "VERBS.IBSTAT_LIDS":
-            self._set("sm_lid" if str(f.get("which", "")).lower() == "sm" else "lid", _int(f.get("lid")))
-        elif mid in ("VERBS.LINK_LAYER", "VERBS.IBSTAT_LINK_LAYER"):
-            self._set("link_layer", _LINK_LAYER.get(str(f.get("link_layer", "")).lower()))
-        elif mid in ("VERBS.IBSTAT_RATE", "VERBS.IBSTATUS_RATE"):
-            rate = f.get("rate")
-            try:
-                gbps = float(rate)  # type: ignore[arg-type]  # None: TypeError, below
-            except (TypeError, ValueError):
-                gbps = None
-            self._set("rate", f"{rate} Gb/sec" if rate else None)
-            self._set("rate_gbps", gbps)
-        elif mid == "VERBS.DEVINFO_GID":
-            gid, v4 = _gid(str(f.get("gid", "")))
-            if gid is not None:
-                kind = {"roce v1": "IB/RoCE v1"}.get(str(f.get("gid_type", "")).lower(), f.get("gid_type"))
-                self._gid(self.port_of(), _int(f.get("gid_index")), gid, v4, kind, None)
-        elif mid == "VERBS.RDMA_LINK":
-            p = self.port_of(f.get("device"), _int(f.get("port")))
-            if p is not None:
-                p["state"] = _STATE.get(str(f.get("port_state", "")).upper()) or p["state"]
-                p["phys_state"] = _phys(f.get("phys_state")) or p["phys_state"]
-                if f.get("netdev"):
-                    self._netdev(f["device"], p, f["netdev"])
-        elif mid == "VERBS.SHOW_GIDS_ROW":
-            p = self.port_of(f.get("device"), _int(f.get("port")))
-            gid, v4 = _gid(str(f.get("gid", "")))
-            if p is not None and gid is not None:
-                version = str(f.get("roce_version", "")).lower()
-                kind = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}.get(version)
-                self._gid(p, _int(f.get("gid_index")), gid, v4 or f.get("ipv4"), kind, f.get("netdev"))
-                if f.get("netdev"):
-                    self._netdev(f["device"], p, f["netdev"])
-        elif mid == "VERBS.IBDEV2NETDEV":
-            p = self.port_of(f.get("device"), _int(f.get("port")))
-            if p is not None and f.get("netdev"):
-                self._netdev(f.get("device") or self.device, p, f["netdev"])
-                state = str(f.get("link_state", "")).strip().upper()
-                if state in ("UP", "DOWN"):
-                    self.links[f["netdev"]] = {"ifname": f["netdev"], "operstate": state}
-                if f.get("port_state"):
-                    p["state"] = _STATE.get(str(f["port_state"]).upper()) or p["state"]
-        elif mid == "VERBS.RDMA_SYSTEM_NETNS":
-            self.netns_mode = f.get("netns_mode")
+
+    def _port_header(self, f: Dict[str, Any]) -> None:
+        self.port = _int(f.get("port"))
+        self.port_of()
+
+    def _ibstatus_port_header(self, f: Dict[str, Any]) -> None:
+        # ibstatus names the device on each port's header line
+        self.device, self.port = f.get("device"), _int(f.get("port"))
+        self.port_of()
+
+    def _port_state(self, f: Dict[str, Any]) -> None:
+        self._set("state", _STATE.get(str(f.get("port_state", "")).upper()))
+
+    def _phys_state(self, f: Dict[str, Any]) -> None:
+        self._set("phys_state", _phys(f.get("phys_state")))
+
+    def _ibstatus_state(self, f: Dict[str, Any]) -> None:
+        # ibstatus prints both states with the same line shape: `which` tells them apart
+        if str(f.get("which", "")).lower() == "state":
+            self._set("state", _STATE.get(str(f.get("state", "")).upper()))
+        else:
+            self._set("phys_state", _phys(f.get("state")))
+
+    def _active_mtu(self, f: Dict[str, Any]) -> None:
+        self._set("active_mtu", _int(f.get("mtu")))
+
+    def _max_mtu(self, f: Dict[str, Any]) -> None:
+        self._set("max_mtu", _int(f.get("mtu")))
+
+    def _devinfo_lids(self, f: Dict[str, Any]) -> None:
+        if "sm_lid" in f:
+            self._set("sm_lid", _int(f.get("sm_lid")))
+        if "lid" in f:
+            self._set("lid", _int(f.get("lid")))
+
+    def _ibstat_lid(self, f: Dict[str, Any]) -> None:
+        self._set("sm_lid" if str(f.get("which", "")).lower() == "sm" else "lid", _int(f.get("lid")))
+
+    def _link_layer(self, f: Dict[str, Any]) -> None:
+        self._set("link_layer", _LINK_LAYER.get(str(f.get("link_layer", "")).lower()))
+
+    def _rate(self, f: Dict[str, Any]) -> None:
+        rate = f.get("rate")
+        try:
+            gbps = float(rate)  # type: ignore[arg-type]  # None: TypeError, below
+        except (TypeError, ValueError):
+            gbps = None
+        self._set("rate", f"{rate} Gb/sec" if rate else None)
+        self._set("rate_gbps", gbps)
+
+    def _devinfo_gid(self, f: Dict[str, Any]) -> None:
+        gid, v4 = _gid(str(f.get("gid", "")))
+        if gid is not None:
+            kind = {"roce v1": "IB/RoCE v1"}.get(str(f.get("gid_type", "")).lower(), f.get("gid_type"))
+            self._gid(self.port_of(), _int(f.get("gid_index")), gid, v4, kind, None)
+
+    def _rdma_link(self, f: Dict[str, Any]) -> None:
+        p = self.port_of(f.get("device"), _int(f.get("port")))
+        if p is not None:
+            p["state"] = _STATE.get(str(f.get("port_state", "")).upper()) or p["state"]
+            p["phys_state"] = _phys(f.get("phys_state")) or p["phys_state"]
+            if f.get("netdev"):
+                self._netdev(f["device"], p, f["netdev"])
+
+    def _show_gids_row(self, f: Dict[str, Any]) -> None:
+        p = self.port_of(f.get("device"), _int(f.get("port")))
+        gid, v4 = _gid(str(f.get("gid", "")))
+        if p is not None and gid is not None:
+            version = str(f.get("roce_version", "")).lower()
+            kind = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}.get(version)
+            self._gid(p, _int(f.get("gid_index")), gid, v4 or f.get("ipv4"), kind, f.get("netdev"))
+            if f.get("netdev"):
+                self._netdev(f["device"], p, f["netdev"])
+
+    def _ibdev2netdev(self, f: Dict[str, Any]) -> None:
+        p = self.port_of(f.get("device"), _int(f.get("port")))
+        if p is not None and f.get("netdev"):
+            self._netdev(f.get("device") or self.device, p, f["netdev"])
+            state = str(f.get("link_state", "")).strip().upper()
+            if state in ("UP", "DOWN"):
+                self.links[f["netdev"]] = {"ifname": f["netdev"], "operstate": state}
+            if f.get("port_state"):
+                p["state"] = _STATE.get(str(f["port_state"]).upper()) or p["state"]
+
+    def _netns_mode(self, f: Dict[str, Any]) -> None:
+        self.netns_mode = f.get("netns_mode")
 
     def _set(self, name: str, value: Any) -> None:
         p = self.port_of()
@@ -196,6 +222,35 @@ class _Listing:
             netdevs = self.dev(device)["netdevs"]
             if netdev not in netdevs:
                 netdevs.append(netdev)
+
+
+# each listing line's reader (the catalogue ids of knowledge/messages/verbs.toml)
+_READERS: Dict[str, Callable[[_Listing, Dict[str, Any]], None]] = {
+    **{mid: _Listing._device_header for mid in DEVICE_HEADERS},
+    "VERBS.DEVINFO_TRANSPORT": _Listing._transport,
+    "VERBS.DEVINFO_FW": _Listing._firmware,
+    "VERBS.DEVINFO_PORT": _Listing._port_header,
+    "VERBS.IBSTAT_PORT": _Listing._port_header,
+    "VERBS.IBSTATUS_PORT": _Listing._ibstatus_port_header,
+    "VERBS.DEVINFO_PORT_STATE": _Listing._port_state,
+    "VERBS.IBSTAT_STATE": _Listing._port_state,
+    "VERBS.DEVINFO_PHYS_STATE": _Listing._phys_state,
+    "VERBS.IBSTAT_PHYS_STATE": _Listing._phys_state,
+    "VERBS.IBSTATUS_STATE": _Listing._ibstatus_state,
+    "VERBS.DEVINFO_ACTIVE_MTU": _Listing._active_mtu,
+    "VERBS.DEVINFO_MAX_MTU": _Listing._max_mtu,
+    "VERBS.DEVINFO_LIDS": _Listing._devinfo_lids,
+    "VERBS.IBSTAT_LIDS": _Listing._ibstat_lid,
+    "VERBS.LINK_LAYER": _Listing._link_layer,
+    "VERBS.IBSTAT_LINK_LAYER": _Listing._link_layer,
+    "VERBS.IBSTAT_RATE": _Listing._rate,
+    "VERBS.IBSTATUS_RATE": _Listing._rate,
+    "VERBS.DEVINFO_GID": _Listing._devinfo_gid,
+    "VERBS.RDMA_LINK": _Listing._rdma_link,
+    "VERBS.SHOW_GIDS_ROW": _Listing._show_gids_row,
+    "VERBS.IBDEV2NETDEV": _Listing._ibdev2netdev,
+    "VERBS.RDMA_SYSTEM_NETNS": _Listing._netns_mode,
+}
 
 
 def _phys(value: Any) -> Optional[str]:
@@ -232,27 +287,38 @@ def _perftest_field(run: Run, header: str, option: str) -> Optional[str]:
     return str(asked) if isinstance(asked, str) else None
 
 
+def _devices_asked(run: Run) -> Set[str]:
+    """The devices a run's command line or its device-selection settings chose."""
+    named: Set[str] = set()
+    if run.producer == "perftest":
+        value = _perftest_field(run, "device", "ib-dev")
+        if value:
+            named.add(value)
+    if run.command is not None:
+        for option in _DEVICE_OPTIONS:
+            value = run.command.options.get(option)
+            if isinstance(value, str) and _DEVICE_NAME.match(value):
+                named.add(value)
+    for name in _DEVICE_SETTINGS:
+        shown = run.settings.get(name)
+        if shown is not None:
+            named.update(_words(shown.value))
+    return named
+
+
+def _devices_complained_about(run: Run) -> Set[str]:
+    """The devices a run's errors and warnings name (a listing line only shows a device, it does not choose it)."""
+    return {m.fields["device"] for m in run.messages
+            if m.kind != "notice" and isinstance(m.fields.get("device"), str) and m.id not in LISTING
+            and _DEVICE_NAME.match(m.fields["device"])}
+
+
 def named_devices(runs: Iterable[Run]) -> Set[str]:
     """The RDMA devices the paste's runs chose or complained about (not the ones a listing merely shows)."""
     named: Set[str] = set()
     for run in runs:
-        if run.producer == "perftest":
-            value = _perftest_field(run, "device", "ib-dev")
-            if value:
-                named.add(value)
-        if run.command is not None:
-            for option in _DEVICE_OPTIONS:
-                value = run.command.options.get(option)
-                if isinstance(value, str) and _DEVICE_NAME.match(value):
-                    named.add(value)
-        for name in _DEVICE_SETTINGS:
-            shown = run.settings.get(name)
-            if shown is not None:
-                named.update(_words(shown.value))
-        for m in run.messages:
-            if m.kind != "notice" and isinstance(m.fields.get("device"), str) and m.id not in LISTING:
-                if _DEVICE_NAME.match(m.fields["device"]):
-                    named.add(m.fields["device"])
+        named |= _devices_asked(run)
+        named |= _devices_complained_about(run)
     return named
 
 

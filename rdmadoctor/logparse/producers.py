@@ -110,28 +110,22 @@ def _side(tool: Tool, options: Dict[str, object], host: Optional[str]) -> Option
     return None
 
 
-def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]]:
-    """(tool name, tool, argv, options, host, command text) when `text` holds one of TOOLS' command lines."""
-    m = _TOOL_RE.search(text)
-    if not m:
-        return None
+def _command_rest(text: str, m: re.Match) -> Optional[str]:
+    """What follows the tool's name `m` on the line, when what stands before it makes the line a command."""
     prefix, rest = text[:m.start()], text[m.end():]
-    if not _PREFIX.match(prefix):
-        # a command a test harness or a script quotes ("Running 'timeout 2m rping -c -a ...'"): what follows
-        # the last opening quote must be a command's start, and the command ends at the closing quote
-        quoted = _QUOTED.match(prefix)
-        if not quoted or not _PREFIX.match(prefix[quoted.end():]) or \
-                TOOLS[m.group("tool")].producer not in _QUOTABLE:
-            return None
-        rest = rest.split(quoted.group("quote"), 1)[0]
-    name = m.group("tool")
-    tool = TOOLS[name]
-    if name == "rdma" and rest.split()[:1] not in ([w] for w in _RDMA_OBJECTS):
-        return None                        # iproute2's rdma names an object first: rdma link, rdma dev ...
-    try:
-        tokens = shell_words(rest)
-    except ValueError:
-        tokens = rest.split()
+    if _PREFIX.match(prefix):
+        return rest
+    # a command a test harness or a script quotes ("Running 'timeout 2m rping -c -a ...'"): what follows
+    # the last opening quote must be a command's start, and the command ends at the closing quote
+    quoted = _QUOTED.match(prefix)
+    if not quoted or not _PREFIX.match(prefix[quoted.end():]) or TOOLS[m.group("tool")].producer not in _QUOTABLE:
+        return None
+    return rest.split(quoted.group("quote"), 1)[0]
+
+
+def _arguments(name: str, tool: Tool, tokens: List[str]) -> Tuple[List[str], Dict[str, object], Optional[str]]:
+    """(argv, options, the first positional word that can be a host) of a command's words, up to a shell
+    operator (a pipe, a redirection, `;`, `&&`)."""
     argv: List[str] = [name]
     options: Dict[str, object] = {}
     host: Optional[str] = None
@@ -151,6 +145,27 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         elif host is None and _HOST.match(tok) and tool.side not in ("none",):
             host = tok
         i += 1
+    return argv, options, host
+
+
+def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]]:
+    """(tool name, tool, argv, options, host, command text) when `text` holds one of TOOLS' command lines."""
+    m = _TOOL_RE.search(text)
+    if not m:
+        return None
+    rest = _command_rest(text, m)
+    if rest is None:
+        return None
+    name = m.group("tool")
+    tool = TOOLS[name]
+    if name == "rdma" and rest.split()[:1] not in ([w] for w in _RDMA_OBJECTS):
+        return None                        # iproute2's rdma names an object first: rdma link, rdma dev ...
+    try:
+        tokens = shell_words(rest)
+    except ValueError:
+        tokens = rest.split()
+    argv, options, host = _arguments(name, tool, tokens)
+    # rping and ucmatose name the server with an option, not a positional word
     address, server = options.get("-a"), options.get("-s")
     if tool.side == "rping" and isinstance(address, str) and "-c" in options:
         host = address

@@ -52,6 +52,24 @@ def _may_hold_long_line(data: bytes) -> bool:
     return any(data.find(b"\n", pos, pos + step) < 0 for pos in range(0, len(data) - step + 1, step))
 
 
+def _line_cut(raw: bytes) -> Optional[int]:
+    """Where a block read ends its last whole line (the index of its end); None to read on first."""
+    cut = raw.rfind(b"\n")
+    if cut >= 0:
+        return cut
+    # no line end: a lone-CR log (each CR ends a line) or one line longer than a block
+    cut = raw.rfind(b"\r", 0, len(raw) - 1)
+    if cut >= 0:
+        return cut
+    if len(raw) < BLOCK:
+        return None
+    # a line longer than any block: hand it out in pieces (not inside a UTF-8 sequence)
+    cut = len(raw) - 2
+    while cut > 0 and 0x80 <= raw[cut + 1] < 0xC0:
+        cut -= 1
+    return cut
+
+
 class Lines(NamedTuple):
     """Whole lines: `data` is cleaned UTF-8 ending in a newline; its first line is number `first`."""
     first: int
@@ -87,30 +105,7 @@ class SourceReader:
     def events(self) -> Iterator[Union[Lines, Piece]]:
         number = 0                   # the last line number handed out (complete or not)
         open_line = False            # the last event was a piece of a line not finished yet
-        pending = b""
-        final = False
-        while True:
-            raw = self.stream.read(BLOCK)
-            if raw:
-                self.text.bytes_read += len(raw)
-                raw = pending + raw
-                cut = raw.rfind(b"\n")
-                if cut < 0:
-                    # no line end: a lone-CR log (each CR ends a line) or one line longer than a block
-                    cut = raw.rfind(b"\r", 0, len(raw) - 1)
-                    if cut < 0:
-                        if len(raw) < BLOCK:
-                            pending = raw
-                            continue
-                        # a line longer than any block: hand it out in pieces (not inside a UTF-8 sequence)
-                        cut = len(raw) - 2
-                        while cut > 0 and 0x80 <= raw[cut + 1] < 0xC0:
-                            cut -= 1
-                pending, raw = raw[cut + 1:], raw[:cut + 1]
-            elif pending:
-                raw, pending, final = pending, b"", True
-            else:
-                break
+        for raw, final in self._blocks():
             data = self._clean(raw)
             if final and not data.endswith(b"\n"):
                 data += b"\n"           # the input's last line, without its newline
@@ -129,9 +124,28 @@ class SourceReader:
         self.text.total_lines = number
         self.text.truncated = number > len(self.text.lines)
 
+    def _blocks(self) -> Iterator[Tuple[bytes, bool]]:
+        """(raw bytes, whether the input has ended): blocks cut after a line end, the rest kept for the next."""
+        pending = b""
+        final = False
+        while True:
+            raw = self.stream.read(BLOCK)
+            if raw:
+                self.text.bytes_read += len(raw)
+                raw = pending + raw
+                cut = _line_cut(raw)
+                if cut is None:
+                    pending = raw
+                    continue
+                pending, raw = raw[cut + 1:], raw[:cut + 1]
+            elif pending:
+                raw, pending, final = pending, b"", True
+            else:
+                return
+            yield raw, final
+
     def _split(self, data: bytes, first: int, open_line: bool) -> Iterator[Union[Lines, Piece]]:
         """Cleaned text -> Lines, with the lines longer than MAX_LINE (and a line still open) as Pieces."""
-        ends_line = data.endswith(b"\n")
         if open_line:
             # the rest of a long line continued from the previous block
             nl = data.find(b"\n")
@@ -142,34 +156,37 @@ class SourceReader:
             data, first = data[nl + 1:], first + 1
             if not data:
                 return
+        ends_line = data.endswith(b"\n")
         if ends_line and not self._keeping and not _may_hold_long_line(data):
             yield Lines(first, data)       # the usual block: no line to cut, nothing more to keep
             return
         lines = data.split(b"\n")
-        if not ends_line:
-            tail = lines.pop()
-        else:
-            lines.pop()
-            tail = None
+        last = lines.pop()
+        tail = None if ends_line else last      # a line the block ends inside of
         if self._keeping:
             self._keep(lines, first)
-        if lines and (len(data) <= MAX_LINE or max(map(len, lines)) <= MAX_LINE):
-            yield Lines(first, data if tail is None else data[:len(data) - len(tail)])
-        elif lines:
-            start = 0
-            for i, line in enumerate(lines):
-                if len(line) > MAX_LINE:
-                    if i > start:
-                        yield Lines(first + start, b"\n".join(lines[start:i]) + b"\n")
-                    yield self._piece(first + i, line, True)
-                    start = i + 1
-            if start < len(lines):
-                yield Lines(first + start, b"\n".join(lines[start:]) + b"\n")
+        yield from self._whole_lines(data, lines, first, tail)
         if tail is not None:
             number = first + len(lines)
             if self._keeping:
                 self._keep([tail[:MAX_LINE]], number)
             yield self._piece(number, tail, False)
+
+    def _whole_lines(self, data: bytes, lines: List[bytes], first: int,
+                     tail: Optional[bytes]) -> Iterator[Union[Lines, Piece]]:
+        """The block's complete lines (data's `lines`): as one Lines, but each line longer than MAX_LINE a Piece."""
+        if lines and (len(data) <= MAX_LINE or max(map(len, lines)) <= MAX_LINE):
+            yield Lines(first, data if tail is None else data[:len(data) - len(tail)])
+            return
+        start = 0
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE:
+                if i > start:
+                    yield Lines(first + start, b"\n".join(lines[start:i]) + b"\n")
+                yield self._piece(first + i, line, True)
+                start = i + 1
+        if start < len(lines):
+            yield Lines(first + start, b"\n".join(lines[start:]) + b"\n")
 
     def _piece(self, number: int, data: bytes, last: bool) -> Piece:
         return Piece(number, data.decode("utf-8", "replace"), last)

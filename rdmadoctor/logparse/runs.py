@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.logparse.lines import Item
@@ -85,6 +85,18 @@ class _Sketch:
                 "median_exact": exact}
 
 
+def _first_row_of_each_size(sizes: list, tokens: set) -> Dict[int, int]:
+    """size -> the index of its first row in the sizes column (`tokens`: the column's distinct tokens; two tokens
+    may spell one size)."""
+    by_size: Dict[int, int] = {}
+    for token in tokens:
+        i = sizes.index(token)
+        size = int(token)
+        if size not in by_size or i < by_size[size]:
+            by_size[size] = i
+    return by_size
+
+
 class RowStats:
     """What one run's result rows add up to, in bounded memory however many there are: their count, the rows that
     matter as evidence (the first and the last, the first two real ones, the first of each size and unit, the
@@ -126,22 +138,8 @@ class RowStats:
         self.count += 1
         if ordinal == 0:
             self._keep(ordinal, row, "first")
-        size, iterations = row.size, row.iterations
-        if 0 < size < UINT32 and 0 <= iterations < UINT32:
-            if self.real < 2:
-                self._keep(ordinal, row, "real")
-            self.real += 1
-            if size not in self.sizes and len(self.sizes) < MAX_SIZES:
-                self.sizes.add(size)
-                self._keep(ordinal, row, "size")
-            if size > self.max_size:
-                self.max_size = size
-                self._move("maxsize", ordinal, row)
-            if row.kind == "bw" and row.unit:
-                value = row.values.get("bw_avg", float("nan"))
-                if not math.isnan(value) and value * UNIT_TO_GBPS.get(row.unit, 0) > self.best_gbps:
-                    self.best_gbps = value * UNIT_TO_GBPS.get(row.unit, 0)
-                    self._move("best", ordinal, row)
+        if 0 < row.size < UINT32 and 0 <= row.iterations < UINT32:
+            self._add_real(ordinal, row)
         else:
             if not self.garbage:
                 self._keep(ordinal, row, "garbage")
@@ -153,6 +151,24 @@ class RowStats:
         value = row.values.get(_METRIC[row.kind], math.nan)
         if value == value:
             self._sketch(row.kind, row.unit).add([value])
+
+    def _add_real(self, ordinal: int, row: ResultRow) -> None:
+        """A row perftest measured (not garbage a paste broke): its size, and the best bandwidth so far."""
+        size = row.size
+        if self.real < 2:
+            self._keep(ordinal, row, "real")
+        self.real += 1
+        if size not in self.sizes and len(self.sizes) < MAX_SIZES:
+            self.sizes.add(size)
+            self._keep(ordinal, row, "size")
+        if size > self.max_size:
+            self.max_size = size
+            self._move("maxsize", ordinal, row)
+        if row.kind == "bw" and row.unit:
+            value = row.values.get("bw_avg", float("nan"))
+            if not math.isnan(value) and value * UNIT_TO_GBPS.get(row.unit, 0) > self.best_gbps:
+                self.best_gbps = value * UNIT_TO_GBPS.get(row.unit, 0)
+                self._move("best", ordinal, row)
 
     def _sketch(self, kind: str, unit: Optional[str]) -> _Sketch:
         key = (kind, unit)
@@ -179,14 +195,7 @@ class RowStats:
             self._keep(0, row(0), "first")
         for i in range(min(n, 2 - self.real) if self.real < 2 else 0):
             self._keep(base + i, row(i), "real")
-        if tokens is None:
-            tokens = set(cols[0])
-        by_size: Dict[int, int] = {}
-        for token in tokens:
-            i = cols[0].index(token)
-            size = int(token)
-            if size not in by_size or i < by_size[size]:
-                by_size[size] = i
+        by_size = _first_row_of_each_size(cols[0], set(cols[0]) if tokens is None else tokens)
         for size, i in sorted(by_size.items(), key=lambda kv: kv[1]):
             if size not in self.sizes and len(self.sizes) < MAX_SIZES:
                 self.sizes.add(size)
@@ -198,21 +207,29 @@ class RowStats:
         if unit not in self.units:
             self.units.add(unit)
             self._keep(base, row(0), "unit")
-        metric = _METRIC[kind]
-        column = names.index(metric) + 2 if metric in names else None
-        if column is not None and column < len(cols):
-            numbers = list(map(float, cols[column]))
-            if kind == "bw" and unit:
-                top = max(numbers)
-                gbps = top * UNIT_TO_GBPS.get(unit, 0)
-                if gbps > self.best_gbps:
-                    self.best_gbps = gbps
-                    i = numbers.index(top)       # the first row of the best value, as features.bw_row picks it
-                    self._move("best", base + i, row(i))
-            self._sketch(kind, unit).add(numbers)
+        self._add_measured(kind, unit, cols, base, row)
         self._move("last", base + n - 1, row(n - 1))
         self.count += n
         self.real += n
+
+    def _add_measured(self, kind: str, unit: Optional[str], cols: List[list], base: int,
+                      row: Callable[[int], ResultRow]) -> None:
+        """The kind's measured column of rows added at once (row i is ordinal base + i): the best bandwidth so
+        far, and the figures' sketch."""
+        names = _ROW_COLUMNS[kind]
+        metric = _METRIC[kind]
+        column = names.index(metric) + 2 if metric in names else None
+        if column is None or column >= len(cols):
+            return
+        numbers = list(map(float, cols[column]))
+        if kind == "bw" and unit:
+            top = max(numbers)
+            gbps = top * UNIT_TO_GBPS.get(unit, 0)
+            if gbps > self.best_gbps:
+                self.best_gbps = gbps
+                i = numbers.index(top)       # the first row of the best value, as features.bw_row picks it
+                self._move("best", base + i, row(i))
+        self._sketch(kind, unit).add(numbers)
 
     def rows(self) -> List[ResultRow]:
         return [self.kept[o] for o in sorted(self.kept)]

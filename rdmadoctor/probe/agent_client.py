@@ -27,6 +27,14 @@ class AgentFailure(Exception):
         self.message = message
 
 
+def _validate(message: Dict[str, Any], op: str, part: str) -> None:
+    """The answer against agent.schema.json's `part`; AgentFailure("bad-answer") when it does not fit."""
+    try:
+        jsonio.validate(message, "agent", f"the agent's answer to {op}", part=part)
+    except jsonio.JsonInputError as exc:
+        raise AgentFailure("bad-answer", str(exc))
+
+
 class AgentSession:
     def __init__(self, sock: socket.socket, token: Optional[bytes] = None):
         self.sock = sock
@@ -50,43 +58,45 @@ class AgentSession:
         self.sock.settimeout(timeout)
         try:
             self.sock.sendall(p.encode(request))
-            while True:
-                line = self.reader.readline(timeout)
-                if line is None:
-                    raise AgentFailure("closed", f"the agent closed the connection during {op}")
-                try:
-                    message = jsonio.loads(line, f"the agent's answer to {op}")
-                except jsonio.JsonInputError as exc:
-                    raise AgentFailure("bad-answer", str(exc))
-                if not isinstance(message, dict):
-                    raise AgentFailure("bad-answer", f"the agent's answer to {op} is not an object")
-                if self.key is None and message.get("id") not in (self.ids, None):
-                    continue                       # a stale answer (an authenticated session has none)
-                break
+            message = self._answer_to(op, timeout)
         except socket.timeout:
             raise AgentFailure("timeout", f"no answer to {op} within {timeout:g} s")
         except p.ProtocolError as exc:
             raise AgentFailure("bad-answer", f"{op}: {exc.message}")
         except OSError as exc:
             raise AgentFailure("io", f"{op}: {exc.strerror or exc}")
+        self._check(op, message)
+        return message
+
+    def _answer_to(self, op: str, timeout: float) -> Dict[str, Any]:
+        """The next JSON object the agent sends that answers the last request."""
+        while True:
+            line = self.reader.readline(timeout)
+            if line is None:
+                raise AgentFailure("closed", f"the agent closed the connection during {op}")
+            try:
+                message = jsonio.loads(line, f"the agent's answer to {op}")
+            except jsonio.JsonInputError as exc:
+                raise AgentFailure("bad-answer", str(exc))
+            if not isinstance(message, dict):
+                raise AgentFailure("bad-answer", f"the agent's answer to {op} is not an object")
+            if self.key is None and message.get("id") not in (self.ids, None):
+                continue                       # a stale answer (an authenticated session has none)
+            return message
+
+    def _check(self, op: str, message: Dict[str, Any]) -> None:
+        """The answer's seal (once authenticated), its schema, and the agent's error when it reports one."""
         if self.key is not None:
             wrong = p.check_seal(self.key, "answer", message, self.seq)
             if wrong is not None:
                 raise AgentFailure("unauthenticated", f"the answer to {op} failed its authentication ({wrong}); "
                                                       "something between this host and the agent altered it")
-        try:
-            jsonio.validate(message, "agent", f"the agent's answer to {op}", part="answer")
-        except jsonio.JsonInputError as exc:
-            raise AgentFailure("bad-answer", str(exc))
+        _validate(message, op, "answer")
         if not message.get("ok"):
             err = message["error"]
             raise AgentFailure(err["code"] or "error", err["message"] or "no reason given")
         if op in _ANSWER_PARTS:
-            try:
-                jsonio.validate(message, "agent", f"the agent's answer to {op}", part=op)
-            except jsonio.JsonInputError as exc:
-                raise AgentFailure("bad-answer", str(exc))
-        return message
+            _validate(message, op, op)
 
     def greet(self, timeout: float = 5.0) -> Dict[str, Any]:
         """hello, then auth when the agent asks for it. Raises AgentFailure("auth-failed"|"token-required"|...)."""

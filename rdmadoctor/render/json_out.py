@@ -183,15 +183,24 @@ def _fit(doc: Dict[str, Any], pending: Dict[str, List[Any]], quoted: set) -> Non
     for key in ("findings", "comparisons", "rungs", "inputs"):
         count(key, _cap(doc[key], MAX_BYTES * SHARES[key]) + len(pending.get(key, [])))
     if _size(doc) > MAX_BYTES:
-        for inp in doc["inputs"]:
-            count("excerpt_lines", len(inp["excerpt"]))
-            inp["excerpt"] = []
+        _drop_excerpts(doc, count)
     if _size(doc) > MAX_BYTES:
-        for item in doc["findings"] + doc["rungs"]:
-            for evidence in item.get("evidence", []):
-                if evidence.pop("context", None) is not None:
-                    count("evidence_context", 1)
+        _drop_evidence_context(doc, count)
     doc["omitted"] = omitted
+
+
+def _drop_excerpts(doc: Dict[str, Any], count: Callable[[str, int], None]) -> None:
+    for inp in doc["inputs"]:
+        count("excerpt_lines", len(inp["excerpt"]))
+        inp["excerpt"] = []
+
+
+def _drop_evidence_context(doc: Dict[str, Any], count: Callable[[str, int], None]) -> None:
+    """The lines around each line a finding or a rung quotes (the quoted line stays)."""
+    for item in doc["findings"] + doc["rungs"]:
+        for evidence in item.get("evidence", []):
+            if evidence.pop("context", None) is not None:
+                count("evidence_context", 1)
 
 
 def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:

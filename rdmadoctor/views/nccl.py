@@ -63,45 +63,79 @@ def _input_runs(run: Run, ctx: Dict[str, Any]) -> List[Run]:
 
 # -- which release printed the run -----------------------------------------------------------------------
 
-def _shape(m: Message) -> Optional[Tuple[int, int]]:
+Releases = Tuple[int, int]     # the oldest and the newest release (NCCL version codes) that print a line
+
+
+def _wc_error_releases(f: Dict[str, Any], text: str) -> Releases:
+    if "peer" not in f:
+        return 2_07_00, 2_09_99                      # "Got completion with error N, opcode ..."
+    if "status_name" in f:
+        return 2_28_07, NEWEST                       # "status=IBV_WC_...(N)"
+    if "status=" in text:
+        return 2_20_00, 2_28_06                      # "with status=N opcode=N len=N"
+    if "gid" in f:
+        return 2_18_00, 2_19_99                      # ... "(Send) localGid G remoteGid G"
+    return 2_10_00, 2_19_99                          # "from peer ... with error N, opcode"
+
+
+def _modify_qp_releases(f: Dict[str, Any], text: str) -> Releases:
+    if "device" in f:
+        return 2_24_00, NEWEST                       # "failed with 110 Connection timed out, on dev ..."
+    if "errno" in f:
+        return 2_19_00, 2_23_99                      # "failed with error <text> errno <n>"
+    return 2_07_00, 2_18_99                          # "failed with error <text>"
+
+
+def _ibv_call_releases(f: Dict[str, Any], text: str) -> Optional[Releases]:
+    # without its errno the line is printed alike by every release
+    return (2_19_00, NEWEST) if "errno" in f else None
+
+
+def _async_event_releases(f: Dict[str, Any], text: str) -> Releases:
+    if "event_type" in f and "non-fatal" in text:
+        return 2_28_07, NEWEST
+    if "async error event" in text:
+        return 2_23_00, 2_28_06
+    if "device" in f:
+        return 2_20_00, 2_22_99
+    return 2_07_00, 2_19_99
+
+
+def _gdr_hca_releases(f: Dict[str, Any], text: str) -> Releases:
+    return (2_07_00, 2_12_99) if f.get("no_module") else (2_13_00, NEWEST)
+
+
+def _bootstrap_releases(f: Dict[str, Any], text: str) -> Releases:
+    return (2_07_00, 2_23_99) if re.search(r"Bootstrap\s+:", text) else (2_24_00, NEWEST)
+
+
+# the messages whose shape tells releases apart, each read from its fields and text
+_RELEASES_BY_SHAPE: Dict[str, Callable[[Dict[str, Any], str], Optional[Releases]]] = {
+    "NCCL.IB_WC_ERROR": _wc_error_releases,
+    "NCCL.IB_MODIFY_QP_FAILED": _modify_qp_releases,
+    "NCCL.IBV_CALL_FAILED": _ibv_call_releases,
+    "NCCL.IB_ASYNC_EVENT": _async_event_releases,
+    "NCCL.GDR_HCA": _gdr_hca_releases,
+    "NCCL.BOOTSTRAP_USING": _bootstrap_releases,
+}
+# the messages only releases from one on print, in any shape
+_RELEASES_SINCE: Dict[str, Releases] = {
+    "NCCL.IB_ASYNC_FATAL": (2_23_00, NEWEST),
+    "NCCL.IB_CQE_ERROR": (2_29_00, NEWEST),
+    "NCCL.IB_RESILIENCY_FATAL": (2_29_00, NEWEST),
+}
+_HINTS_SINCE = 2_30_00          # the NCCL.HINT_* lines
+
+
+def _shape(m: Message) -> Optional[Releases]:
     """The releases whose source prints a message in this shape (nccl.toml `versions`)."""
-    f, text = m.fields, m.text
-    if m.id == "NCCL.IB_WC_ERROR":
-        if "peer" not in f:
-            return 2_07_00, 2_09_99                      # "Got completion with error N, opcode ..."
-        if "status_name" in f:
-            return 2_28_07, NEWEST                       # "status=IBV_WC_...(N)"
-        if "status=" in text:
-            return 2_20_00, 2_28_06                      # "with status=N opcode=N len=N"
-        if "gid" in f:
-            return 2_18_00, 2_19_99                      # ... "(Send) localGid G remoteGid G"
-        return 2_10_00, 2_19_99                          # "from peer ... with error N, opcode"
-    if m.id == "NCCL.IB_MODIFY_QP_FAILED":
-        if "device" in f:
-            return 2_24_00, NEWEST                       # "failed with 110 Connection timed out, on dev ..."
-        if "errno" in f:
-            return 2_19_00, 2_23_99                      # "failed with error <text> errno <n>"
-        return 2_07_00, 2_18_99                          # "failed with error <text>"
-    if m.id == "NCCL.IBV_CALL_FAILED" and "errno" in f:
-        return 2_19_00, NEWEST
-    if m.id == "NCCL.IB_ASYNC_EVENT":
-        if "event_type" in f and "non-fatal" in text:
-            return 2_28_07, NEWEST
-        if "async error event" in text:
-            return 2_23_00, 2_28_06
-        if "device" in f:
-            return 2_20_00, 2_22_99
-        return 2_07_00, 2_19_99
-    if m.id == "NCCL.IB_ASYNC_FATAL":
-        return 2_23_00, NEWEST
-    if m.id == "NCCL.GDR_HCA":
-        return (2_07_00, 2_12_99) if f.get("no_module") else (2_13_00, NEWEST)
-    if m.id == "NCCL.BOOTSTRAP_USING":
-        return (2_07_00, 2_23_99) if re.search(r"Bootstrap\s+:", text) else (2_24_00, NEWEST)
+    by_shape = _RELEASES_BY_SHAPE.get(m.id)
+    if by_shape is not None:
+        return by_shape(m.fields, m.text)
+    if m.id in _RELEASES_SINCE:
+        return _RELEASES_SINCE[m.id]
     if m.id.startswith("NCCL.HINT_"):
-        return 2_30_00, NEWEST
-    if m.id in ("NCCL.IB_CQE_ERROR", "NCCL.IB_RESILIENCY_FATAL"):
-        return 2_29_00, NEWEST
+        return _HINTS_SINCE, NEWEST
     return None
 
 
