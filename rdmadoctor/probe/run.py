@@ -52,6 +52,7 @@ FACTS_TIMEOUT = 95.0     # the peer collects its facts (agent/server.py: 60 s bu
 LOCAL_FACTS_BUDGET = 45.0     # this host's collection while the probe runs: the command waits for the peer's
 LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to finish instead of "timed out"
 RESULT_WAIT = 5.0
+CLIENT_START = 20.0      # the agent client builds its answer validators before connecting (seconds on a slow guest)
 ARP_TIMEOUT = 1.0
 FACTS_AFTER = DEADLINES["startup"]
 BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed
@@ -234,6 +235,9 @@ class Probe:
         cm.update(pyverbs=ready.get("pyverbs"), python=ready.get("python"), executable=ready.get("executable"))
         self.mark("verbs child ready")
         try:
+            # whether the agent is there decides how to connect: a bare connect before its listener is up is
+            # rejected, and the exchange it would have made is lost
+            self.agent_tcp_done.wait(opts.tcp_timeout + CLIENT_START)
             if self.agent_tcp_done.is_set() and self.data["tcp"] and self.data["tcp"][0].get("state") == "open":
                 self.listener_decided.wait(LISTEN_TIMEOUT)      # the agent answered: wait for its listener
             if self.listen is not None:

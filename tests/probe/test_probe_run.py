@@ -48,6 +48,24 @@ def test_with_an_agent_the_exchange_and_burst_run_and_the_peer_reports(child_mod
     assert whats.index("agent: listener report") < whats.index("agent: facts")   # facts after the burst
 
 
+def test_an_agent_client_slow_to_start_still_gets_the_exchange(child_mode, monkeypatch):
+    """On a slow guest the client's agent thread starts late (its validators take seconds to build) while the
+    verbs child is already up: the child waits for the agent's answer instead of a bare connect that a listener
+    not yet started rejects."""
+    from rdmadoctor.runtime import jsonio
+    prepare = jsonio.prepare
+
+    def slow_prepare(*args, **kwargs):
+        time.sleep(2.0)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(jsonio, "prepare", slow_prepare)
+    child_mode("established")
+    with running_agent(token=TOKEN) as (_, port):
+        data = Probe(options(port, token=TOKEN)).run()
+    assert data["cm"]["mode"] == "agent" and data["exchange"]["state"] == "passed", data["timeline"]
+
+
 def test_without_an_agent_a_bare_connect_still_runs(child_mode):
     child_mode("rejected")
     port = closed_port()
