@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from rdmadoctor.views import params
-from rdmadoctor.views import features
+from rdmadoctor.views import bysource, features
 from rdmadoctor.model import Evidence, Message, Run
 
 MAX_EVIDENCE_PER_CONDITION = 6
@@ -121,20 +121,50 @@ def _message(cond: Dict[str, Any], scope: Scope) -> bool:
     kind = cond.get("kind")
     cited = scope.ctx.get("cited")          # set only for fallback rules: lines other findings explain
     found: List[Message] = []
-    for run in scope.pick(cond.get("of")):
-        for m in run.messages:
-            if ("*" not in ids and m.id not in ids) or (kind and m.kind != kind):
-                continue
-            if cited is not None and (m.source, m.line) in cited:
-                continue
-            if all(_field_ok(m.fields.get(k), v) for k, v in wanted.items()):
-                found.append(m)
+    for m in _candidates(scope, cond.get("of"), ids, kind):
+        if ("*" not in ids and m.id not in ids) or (kind and m.kind != kind):
+            continue
+        if cited is not None and (m.source, m.line) in cited:
+            continue
+        if all(_field_ok(m.fields.get(k), v) for k, v in wanted.items()):
+            found.append(m)
+            if len(found) == MAX_EVIDENCE_PER_CONDITION:      # all that is kept
+                break
     if not found:
         return False
     scope.bound.setdefault("message", found[0])
     for m in found[:MAX_EVIDENCE_PER_CONDITION]:
         scope.evidence.append(Evidence(m.source, m.text, m.line))
     return True
+
+
+def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[str]) -> Iterable[Message]:
+    """The messages of the runs `of` picks, in order; for the whole input (tried once per run by some rules), only
+    those of the ids (or kind) asked, from an index of the input's messages built once per diagnosis."""
+    runs = scope.ctx.get("runs")
+    if of != "input" or not runs:
+        picked = scope.pick(of)
+        return picked[0].messages if len(picked) == 1 else [m for run in picked for m in run.messages]
+    cached = scope.ctx.get("_messages_by_id")
+    if cached is None or cached[0] is not runs or cached[1] != len(runs):
+        by_key: Dict[Any, List[Tuple[int, Message]]] = {}
+        seq = 0
+        for run in runs:
+            for m in run.messages:
+                by_key.setdefault(m.id, []).append((seq, m))
+                by_key.setdefault(("*", m.kind), []).append((seq, m))
+                by_key.setdefault("*", []).append((seq, m))
+                seq += 1
+        cached = (runs, len(runs), by_key)
+        scope.ctx["_messages_by_id"] = cached
+    by_key = cached[2]
+    if "*" in ids:
+        keyed = by_key.get(("*", kind) if kind else "*", [])
+    elif len(ids) == 1:
+        keyed = by_key.get(ids[0], [])
+    else:
+        keyed = sorted((e for i in dict.fromkeys(ids) for e in by_key.get(i, [])), key=lambda e: e[0])
+    return (m for _, m in keyed)
 
 
 def _value_evidence(run: Run, value: params.Value, name: str) -> Evidence:
@@ -220,10 +250,8 @@ def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence
 
 
 def _line_text(scope: Scope, run: Run, line: int) -> str:
-    for source in scope.ctx.get("sources", []):
-        if source.name == run.source and 0 < line <= len(source.lines):
-            return source.lines[line - 1].strip()
-    return ""
+    text = bysource.line_text(scope.ctx, run.source, line)
+    return text.strip() if text is not None else ""
 
 
 def _lookup(root: Any, path: str) -> Any:

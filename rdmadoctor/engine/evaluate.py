@@ -21,24 +21,44 @@ from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Fi
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
     """Server and client runs of one producer matched in order (the i-th server with the i-th client)."""
+    sides: Dict[Tuple[Any, str], List[Run]] = {}
+    for r in runs:
+        if r.side in ("server", "client"):
+            sides.setdefault((r.producer, r.side), []).append(r)
     out: List[Tuple[Run, Run]] = []
     for producer in dict.fromkeys(r.producer for r in runs):
-        servers = [r for r in runs if r.side == "server" and r.producer == producer]
-        clients = [r for r in runs if r.side == "client" and r.producer == producer]
-        out += list(zip(servers, clients))
+        out += list(zip(sides.get((producer, "server"), []), sides.get((producer, "client"), [])))
     return out
 
 
-def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
+# The runs a rule of one producer (or of any: None) is tried on and their pairs, for one list of runs: rules
+# share them instead of each filtering and pairing every run of the input again.
+_Prepared = Dict[Optional[str], Tuple[List[Run], List[Tuple[Run, Run]]]]
+
+
+def _prepare(runs: Sequence[Run]) -> _Prepared:
+    prepared: _Prepared = {None: (list(runs), pairs(runs))}
+    of_producer: Dict[Optional[str], List[Run]] = {}
+    for r in runs:
+        of_producer.setdefault(r.producer, []).append(r)
+    for producer, own in of_producer.items():
+        if producer is not None:
+            prepared[producer] = (own, pairs(own))
+    return prepared
+
+
+def scopes_for(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any],
+               prepared: Optional[_Prepared] = None) -> Iterable[Scope]:
     """Where a rule is tried: each run (with its partner), each server/client pair, the whole input once,
-    or the facts view (once, or once an item of its `each` list)."""
+    or the facts view (once, or once an item of its `each` list). `prepared`: `_prepare(runs)`, when the
+    caller tries many rules on the same runs."""
     if rule.scope in ("facts", "bench"):
         return _fact_scopes(rule, runs, ctx)
-    if rule.producer is not None:
-        runs = [r for r in runs if r.producer == rule.producer]
-        if not runs:
-            return []
-    matched = pairs(runs)
+    if prepared is None:
+        prepared = _prepare(runs)
+    runs, matched = prepared.get(rule.producer, ([], []))
+    if rule.producer is not None and not runs:
+        return []
     if rule.scope == "run":
         return _run_scopes(runs, matched, ctx)
     if rule.scope == "pair":
@@ -54,10 +74,11 @@ def _run_scopes(runs: Sequence[Run], matched: List[Tuple[Run, Run]], ctx: Dict[s
     for s, c in matched:
         partner[id(s)] = (s, c)
         partner[id(c)] = (s, c)
+    shared = list(runs)                  # the scopes only read it: one copy for all
     for run in runs:
         server, client = partner.get(id(run), (run if run.side == "server" else None,
                                                run if run.side == "client" else None))
-        yield Scope(list(runs), ctx, run=run, server=server, client=client)
+        yield Scope(shared, ctx, run=run, server=server, client=client)
 
 
 def _fact_scopes(rule: Rule, runs: Sequence[Run], ctx: Dict[str, Any]) -> Iterable[Scope]:
@@ -204,13 +225,14 @@ def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule
     rules = list(table if table is not None else rule_table.load())
     found: Dict[Tuple[str, Optional[str]], Finding] = {}
     ctx.pop("cited", None)
+    prepared = _prepare(runs)
     for stage in (False, True):                 # fallback rules see what the others left unexplained
         if stage:
             ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
         for rule in rules:
             if rule.fallback != stage:
                 continue
-            for scope in scopes_for(rule, runs, ctx):
+            for scope in scopes_for(rule, runs, ctx, prepared):
                 if conditions.holds(rule.when, scope):
                     finding = make_finding(rule, scope, ctx)
                     found.setdefault((rule.id, finding.key), finding)
@@ -233,11 +255,23 @@ def rank(findings: List[Finding], table: Optional[Iterable[Rule]] = None) -> Lis
     ordered = sorted(findings, key=lambda f: _rank(f, order, priority))
     # A cause explains the symptoms it produces; a symptom may also explain (supersede) a finding whose
     # conclusion it shows to be premature (e.g. "rejected" with many QPs is not just "no server").
+    # Each finding is looked at through the findings of the rules it explains that are not yet explained (a list
+    # per rule, emptied as they are), not through every finding: hundreds of runs give thousands of findings.
+    unexplained: Dict[str, List[Finding]] = {}
+    for finding in ordered:
+        unexplained.setdefault(finding.rule, []).append(finding)
     for finding in ordered:
         if finding.explained_by:
             continue
-        explains = set(by_id[finding.rule].explains) if finding.rule in by_id else set()
-        for other in ordered:
-            if other is not finding and other.rule in explains and other.explained_by is None:
-                other.explained_by = finding.rule
+        for rule_id in (set(by_id[finding.rule].explains) if finding.rule in by_id else ()):
+            left = []
+            for other in unexplained.get(rule_id, ()):
+                if other.explained_by is not None:
+                    continue
+                if other is finding:
+                    left.append(other)
+                else:
+                    other.explained_by = finding.rule
+            if rule_id in unexplained:
+                unexplained[rule_id] = left
     return sorted(ordered, key=lambda f: (f.explained_by is not None, _rank(f, order, priority)))

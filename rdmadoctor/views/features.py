@@ -14,7 +14,7 @@ from rdmadoctor.logparse import catalog
 from rdmadoctor.model import Run
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.views.params import real_rows
-from rdmadoctor.views import completions, prompt
+from rdmadoctor.views import bysource, completions, prompt
 from rdmadoctor.views.completions import completion
 
 _PRINTABLE = set(string.hexdigits + ":")
@@ -138,7 +138,13 @@ def sizes_before_error(run: Run, ctx) -> Optional[int]:
 def named_device_listed(run: Run, ctx) -> bool:
     """The device that perftest "could not find" appears in device listings pasted with it."""
     named = {m.fields.get("device") for m in run.messages if m.id == "D02"}
-    listed = {m.fields.get("device") for r in ctx.get("runs", [run]) for m in r.messages if m.id == "V10"}
+    if not named:
+        return False
+
+    def listed_in(runs) -> set:
+        return {m.fields.get("device") for r in runs for m in r.messages if m.id == "V10"}
+    listed = bysource.once_per_input(ctx, "named_device_listed", lambda: listed_in(ctx["runs"])) \
+        if "runs" in ctx else listed_in([run])
     return bool(named & listed)
 
 

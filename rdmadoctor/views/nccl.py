@@ -12,6 +12,7 @@ evidence quotes that line; a no is None.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import sys
@@ -25,6 +26,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from rdmadoctor.model import Message, Run
+from rdmadoctor.views import bysource
 
 WC_STATUS = Path(__file__).resolve().parent.parent / "knowledge" / "wc_status.toml"
 NEWEST = 99_99_99            # an open upper bound: "this release or any later one"
@@ -370,6 +372,19 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 # -- what else the input shows ---------------------------------------------------------------------------------
 
+def _of_input(compute: Callable[[Run, Dict[str, Any]], Optional[Dict[str, Any]]]):
+    """A feature that reads every run of the input, never the run that asks (unless the input has no runs):
+    computed once per diagnosis, each run getting its own copy of the record."""
+    @functools.wraps(compute)
+    def feature(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        if not ctx.get("runs"):
+            return compute(run, ctx)
+        found = bysource.once_per_input(ctx, compute.__name__, lambda: compute(run, ctx))
+        return dict(found) if found is not None else None
+    return feature
+
+
+@_of_input
 def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The input shows a small locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
     run, or the facts (check's, or those the paste shows) of a limit below 1 GiB that applies."""
@@ -388,6 +403,7 @@ def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return None
 
 
+@_of_input
 def nccl_verbs_driver_warning(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """libibverbs warned in this input that it could not load a provider library ("couldn't load driver")
     or found no provider for a device."""

@@ -10,6 +10,7 @@ import re
 from typing import Any, Dict, Optional
 
 from rdmadoctor.model import Run
+from rdmadoctor.views import bysource
 
 _ROOT = re.compile(r"(?:^|[\s\[(])root@[\w.-]+[^#$]*#\s*$")
 _USER = re.compile(r"(?:^|[\s\[(])(?!root@)[\w.-]+@[\w.-]+[^#$]*\$\s*$")
@@ -18,13 +19,12 @@ _USER = re.compile(r"(?:^|[\s\[(])(?!root@)[\w.-]+@[\w.-]+[^#$]*\$\s*$")
 def _prefix(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     if run.command is None:
         return None
-    for source in ctx.get("sources", []):
-        if source.name == run.source and 0 < run.command.line <= len(source.lines):
-            line = source.lines[run.command.line - 1]
-            at = line.find(run.command.tool)
-            # the prompt ends before the word that holds the tool (a path such as ./ or /opt/bin/ included)
-            return re.sub(r"\S*$", "", line[:at]) if at > 0 else None
-    return None
+    line = bysource.line_text(ctx, run.source, run.command.line)
+    if line is None:
+        return None
+    at = line.find(run.command.tool)
+    # the prompt ends before the word that holds the tool (a path such as ./ or /opt/bin/ included)
+    return re.sub(r"\S*$", "", line[:at]) if at > 0 else None
 
 
 def prompt_root(run: Run, ctx) -> Optional[bool]:

@@ -10,12 +10,13 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
 """
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 from typing import Any, Dict, Optional
 
 from rdmadoctor.model import Run
-from rdmadoctor.views import features
+from rdmadoctor.views import bysource, features
 
 # perftest's options that put the buffers in accelerator memory (knowledge/perftest.py names them)
 GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "use_rocm_dmabuf", "use_neuron",
@@ -25,13 +26,6 @@ GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "us
 _GPU_LINE = re.compile(r"initializing CUDA|creating CUDA Ctx|allocated GPU buffer|cuMemAlloc\(\) of a|"
                        r"using DMA-BUF for GPU buffer|Using ROCm Device|hipMalloc|Picking GPU number", re.IGNORECASE)
 _PINGPONG = re.compile(r"^ibv_(?:rc|uc|ud|srq|xsrq)_pingpong$")
-
-
-def _source_lines(run: Run, ctx: Dict[str, Any]):
-    for source in ctx.get("sources", []):
-        if source.name == run.source:
-            return source.lines
-    return []
 
 
 def gpu_memory(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -44,17 +38,24 @@ def gpu_memory(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         field = run.header.get(name)
         if field is not None and str(field.value).upper() == "ON":
             return {"kind": name.split("_")[0], "how": f"header: {name} ON", "line": field.line}
-    lines = _source_lines(run, ctx)
+    lines = bysource.source_lines(run, ctx)
     # perftest's CUDA/ROCm set-up lines are no messages: they may precede the run's first recognised line, down to
     # the end of the run before it in the same input
-    earlier = [r.last_line for r in ctx.get("runs", []) if r.source == run.source and r.last_line < run.first_line]
-    start = max(earlier) + 1 if earlier else 1
+    start = _end_before(run, ctx) + 1
     for number in range(max(start, 1), min(run.last_line, len(lines)) + 1):
         m = _GPU_LINE.search(lines[number - 1])
         if m:
             kind = "rocm" if "rocm" in m.group(0).lower() or "hip" in m.group(0).lower() else "cuda"
             return {"kind": kind, "how": m.group(0), "line": number}
     return None
+
+
+def _end_before(run: Run, ctx: Dict[str, Any]) -> int:
+    """The last line of the last run of the same input that ends before this run begins (0: none)."""
+    ends = bysource.once_per_source(ctx, "_run_ends", run.source,
+                                    lambda: sorted(r.last_line for r in bysource.runs_of_source(ctx, run.source)))
+    before = bisect.bisect_left(ends, run.first_line)
+    return ends[before - 1] if before else 0
 
 
 def pingpong_gid_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
@@ -83,7 +84,7 @@ def _family(gid: str) -> Optional[str]:
 
 def pingpong_local_gid(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The local address line's GID. A paste may wrap the GID onto the next line ("GID" ends the line)."""
-    lines = _source_lines(run, ctx)
+    lines = bysource.source_lines(run, ctx)
     for m in run.messages:
         if m.id != "VERBS.EX_ADDRESS" or str(m.fields.get("side", "")).lower() != "local":
             continue

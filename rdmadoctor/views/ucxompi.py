@@ -19,6 +19,7 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import sys
 from functools import lru_cache
@@ -31,6 +32,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from rdmadoctor.model import Run
+from rdmadoctor.views import bysource
 
 _SETTINGS_FILE = Path(__file__).resolve().parent.parent / "knowledge" / "ucx_settings.toml"
 
@@ -42,15 +44,8 @@ UCX_NETWORK_TLS = frozenset("""all ib rc rc_v rc_x rc_verbs rc_mlx5 dc dc_x dc_m
 OMPI_NETWORK_BTLS = frozenset("tcp openib uct usnic ofi ugni portals4 sctp mx".split())
 
 
-def _lines(run: Run, ctx: Dict[str, Any]) -> List[str]:
-    for source in ctx.get("sources", []):
-        if source.name == run.source:
-            return source.lines
-    return []
-
-
 def _same_source_runs(run: Run, ctx: Dict[str, Any]) -> List[Run]:
-    return [r for r in ctx.get("runs", [run]) if r.source == run.source] or [run]
+    return (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
 
 
 def _messages(run: Run, ctx: Dict[str, Any], *ids: str):
@@ -60,6 +55,28 @@ def _messages(run: Run, ctx: Dict[str, Any], *ids: str):
                 yield m
 
 
+def _of_source(compute: Callable[[Run, Dict[str, Any]], Optional[Dict[str, Any]]]):
+    """A feature that reads only the runs of the run's source (`_messages`): computed once per source, each run
+    getting its own copy of the record. A run whose source has no runs in ctx["runs"] reads itself alone."""
+    @functools.wraps(compute)
+    def feature(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        if "runs" not in ctx or not bysource.runs_of_source(ctx, run.source):
+            return compute(run, ctx)
+        found = bysource.once_per_source(ctx, compute.__name__, run.source, lambda: compute(run, ctx))
+        return dict(found) if found is not None else None
+    return feature
+
+
+def _of_lines(compute: Callable[[List[str]], Optional[Dict[str, Any]]]):
+    """A feature that reads only the pasted lines of the run's source: scanned once per source."""
+    @functools.wraps(compute)
+    def feature(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        found = bysource.once_per_source(ctx, compute.__name__, run.source,
+                                         lambda: compute(bysource.source_lines(run, ctx)))
+        return dict(found) if found is not None else None
+    return feature
+
+
 # -- UCX ----------------------------------------------------------------------------------------------------
 
 def _version_code(text: str) -> Optional[int]:
@@ -67,6 +84,7 @@ def _version_code(text: str) -> Optional[int]:
     return int(m.group(1)) * 100 + int(m.group(2)) if m else None
 
 
+@_of_source
 def ucx_memlock_hint_expected(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """This UCX would have printed the memlock hint with an ENOMEM failure if the limit were finite.
 
@@ -94,6 +112,12 @@ def ucx_startup(run: Run, ctx) -> Optional[Dict[str, Any]]:
             not any(m.id == "UCX.PERFTEST_RESULT" for m in run.messages):
         # ucx_perftest connects its endpoints before the first measurement: no result line, no traffic yet
         return {"line": run.command.line, "text": "ucx_perftest printed no measurement"}
+    return _startup_failure(run, ctx)
+
+
+@_of_source
+def _startup_failure(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The first message of the run's source that shows a failure while connecting."""
     for m in _messages(run, ctx, "UCX.API_CALL_FAILED", "UCX.NO_TRANSPORT_TO_PEER", "UCX.PERFTEST_RUN_FAILED",
                        "OMPI.PML_UCX_EP_CREATE_FAILED", "OMPI.PML_ADD_PROCS_FAILED", "OMPI.MPI_INIT_FAILED",
                        "UCX.IB_CREATE_AH_FAILED", "UCX.IB_MODIFY_QP_FAILED"):
@@ -157,6 +181,7 @@ def closest_ucx_setting(name: str) -> Optional[str]:
     return min(candidates, key=lambda c: (_edits(name.upper(), c), c.count("_"), c))
 
 
+@_of_source
 def ucx_env_typos(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """UCX_* names that UCX warned it did not use and that no UCX release reads: misspelt settings."""
     for m in _messages(run, ctx, "UCX.ENV_UNUSED"):
@@ -216,9 +241,10 @@ _GRANTS_LOCK = re.compile(r"--privileged\b|--cap-add[= ](?:CAP_)?(?:IPC_LOCK|ALL
                           r"--ulimit[= ]memlock=(?:-1|unlimited)(?::(?:-1|unlimited))?\b", re.I)
 
 
-def container_without_ipc_lock(run: Run, ctx) -> Optional[Dict[str, Any]]:
+@_of_lines
+def container_without_ipc_lock(lines: List[str]) -> Optional[Dict[str, Any]]:
     """A container launch line that gives the container no way to lock memory beyond the default limit."""
-    for number, line in enumerate(_lines(run, ctx), 1):
+    for number, line in enumerate(lines, 1):
         m = _CONTAINER_RUN.search(line)
         if m and not _GRANTS_LOCK.search(m.group("args")):
             return {"line": number, "command": line.strip()[:200]}
@@ -229,9 +255,9 @@ _ULIMIT_A = re.compile(r"max locked memory\s+\(kbytes, -l\)\s+(?P<value>\d+|unli
 _ULIMIT_L = re.compile(r"^\s*(?:\S*[$#]\s*)?ulimit\s+-(?:S|H)?l\s*$")
 
 
-def pasted_memlock_limit(run: Run, ctx) -> Optional[Dict[str, Any]]:
+@_of_lines
+def pasted_memlock_limit(lines: List[str]) -> Optional[Dict[str, Any]]:
     """The locked-memory limit as `ulimit -a` (or `ulimit -l` followed by its answer) shows it, when finite."""
-    lines = _lines(run, ctx)
     for number, line in enumerate(lines, 1):
         m = _ULIMIT_A.search(line)
         value = m.group("value") if m else None
@@ -246,6 +272,7 @@ def pasted_memlock_limit(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 # -- Open MPI -----------------------------------------------------------------------------------------------
 
+@_of_source
 def verbs_provider_missing(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """libibverbs, in the same paste, found a device but no userspace driver for it.
 
