@@ -18,7 +18,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
-from rdmadoctor.logparse.lines import NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
+from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -139,7 +139,8 @@ class _Source:
             return
         for line in chunk.decode("utf-8", "replace").split("\n")[:-1]:
             stripped = line.strip()
-            if stripped[:1].isdigit() and NUMBERS_RE.match(stripped):
+            # a row, or a bandwidth row cut after its first two numbers (the run was stopped mid-line)
+            if stripped[:1].isdigit() and (NUMBERS_RE.match(stripped) or CUT_ROW_RE.match(stripped)):
                 self.line(number, line)
             number += 1
 

@@ -106,6 +106,7 @@ ANCHOR_RE, HEADER_RE, BANNER_RE, ADDRESS_RE, GID_RE, RESULT_HEADER_RE = (
     _ANCHOR_RE, _HEADER_RE, _BANNER_RE, _ADDRESS_RE, _GID_RE, _RESULT_HEADER_RE)
 SIDE_WORDS_RE = r"server|client"            # side_label() reads no line without one of them
 NUMBERS_RE = _NUMBERS_RE
+CUT_ROW_RE = _CUT_ROW_RE
 
 
 class Item(NamedTuple):
