@@ -12,7 +12,7 @@ fleet probe runs as root with the agents' token and must blame the node h2 and t
 VMs (h1, h2 bookworm; h3, h4 trixie); it closes the session's two-host lab first, so that no more than four VMs
 run. The fleet's JSON and HTML and a table of verdicts and times go to artifacts/lab/fleet/.
 
-    pytest tests/lab/test_fleet.py -s
+    RDMADOCTOR_LAB_FLEET=1 pytest tests/lab/test_fleet.py -s     # about 14 minutes on two shared cores
 """
 from __future__ import annotations
 
@@ -65,6 +65,8 @@ def _fleet(*args: str) -> "tuple[subprocess.CompletedProcess, float]":
 
 
 @pytest.mark.lab
+@pytest.mark.skipif(os.environ.get("RDMADOCTOR_LAB_FLEET") != "1",
+                    reason="four TCG guests take about 14 minutes on two cores: RDMADOCTOR_LAB_FLEET=1 runs it")
 def test_fleet_check_and_probe_name_the_node_and_the_link(lab_manager, tmp_path):
     lab_manager.close()
     OUT.mkdir(parents=True, exist_ok=True)
