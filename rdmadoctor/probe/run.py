@@ -235,23 +235,25 @@ class Probe:
         cm.update(pyverbs=ready.get("pyverbs"), python=ready.get("python"), executable=ready.get("executable"))
         self.mark("verbs child ready")
         try:
-            # whether the agent is there decides how to connect: a bare connect before its listener is up is
-            # rejected, and the exchange it would have made is lost
-            self.agent_tcp_done.wait(opts.tcp_timeout + CLIENT_START)
-            if self.agent_tcp_done.is_set() and self.data["tcp"] and self.data["tcp"][0].get("state") == "open":
-                self.listener_decided.wait(LISTEN_TIMEOUT)      # the agent answered: wait for its listener
+            if self._agent_answered():
+                self.listener_decided.wait(LISTEN_TIMEOUT)
             if self.listen is not None:
                 self.connect(child, agent=True)
-            else:
-                self.connect(child, agent=False)
-                if self.listen is None and self.agent_tcp_done.is_set() and \
-                        self.data["tcp"] and self.data["tcp"][0].get("state") == "open":
-                    self.listener_decided.wait(LISTEN_TIMEOUT)
-                if self.listen is not None and child.alive():     # a slow agent answered meanwhile
-                    self.connect(child, agent=True)
+                return
+            # a bare connect runs alongside the agent's TCP attempt, so a dead peer costs one timeout, not two
+            self.connect(child, agent=False)
+            # a peer whose agent answers late rejected that connect: its listener was not up yet
+            self.agent_tcp_done.wait(opts.tcp_timeout + CLIENT_START)
+            if self._agent_answered():
+                self.listener_decided.wait(LISTEN_TIMEOUT)
+            if self.listen is not None and child.alive():
+                self.connect(child, agent=True)
         finally:
             self.exchange_done.set()
             child.close()
+
+    def _agent_answered(self) -> bool:
+        return self.agent_tcp_done.is_set() and bool(self.data["tcp"]) and self.data["tcp"][0].get("state") == "open"
 
     def connect(self, child: child_mod.Child, agent: bool) -> None:
         opts = self.opts

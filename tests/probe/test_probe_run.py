@@ -125,3 +125,21 @@ def test_collect_with_probe_adds_two_sections_and_starts_collecting_after_the_ch
     assert set(facts["sections"]) == {"probe", "peer"}
     assert facts["sections"]["probe"]["data"]["cm"]["connect"]["state"] == "rejected"
     assert seen["at"] - started < 3.5
+
+
+def test_a_dead_peer_costs_one_timeout_not_two(child_mode, monkeypatch):
+    """The agent's TCP attempt and the bare rdma_cm connect run side by side: the connect does not wait for a
+    TCP timeout before it starts."""
+    from rdmadoctor.probe import run
+
+    def silent_agent(peer, port, timeout, token, source=None):
+        time.sleep(2.0)
+        return None, {"port": port, "state": "timeout", "seconds": 2.0}
+
+    monkeypatch.setattr(run, "agent_connect", silent_agent)
+    child_mode("rejected")
+    data = Probe(options(closed_port())).run()
+    whats = [t["what"] for t in data["timeline"]]
+    tcp = next(i for i, w in enumerate(whats) if w.startswith("TCP ") and w.endswith("timeout"))
+    assert data["cm"]["mode"] == "bare" and data["cm"]["connect"]["state"] == "rejected", whats
+    assert any(w.startswith("rdma_cm") for w in whats[:tcp]), whats
