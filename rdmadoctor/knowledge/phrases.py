@@ -76,6 +76,9 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "note": {"en": "Note", "zh": "说明"},
     "explained-above": {"en": "Explained by the findings above", "zh": "已由上面的发现解释"},
     "references": {"en": "References", "zh": "参考"},
+    "more-of-rule": {
+        "en": "{n} more finding(s) of {rule}, one per run, not shown",
+        "zh": "{rule} 另有 {n} 条发现（每次运行一条），未显示"},
     "runs": {"en": "run(s)", "zh": "次运行"},
     "cause": {"en": "Cause", "zh": "根因"},
     "symptom": {"en": "symptom", "zh": "症状"},

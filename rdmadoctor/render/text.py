@@ -12,6 +12,7 @@ and into a rich Text, never into a markup string ("[link=...]" in a log stays te
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from rich.cells import cell_len
@@ -23,10 +24,13 @@ from rdmadoctor.model import Diagnosis, Finding
 from rdmadoctor.runtime.text import printable
 
 PIPE_WIDTH = 80
+# A soak log or a job log of hundreds of runs repeats one finding per run: the text shows the first few of each
+# rule in full and counts the rest, so its length follows the number of rules that fired, not the input's size.
+PER_RULE = 3
 UNICODE_MARKS = {"pass": "[✓]", "fail": "[✗]", "warn": "[!]", "info": "[i]", "skip": "[-]", "unseen": "[?]",
-                 "arrow": "→", "bullet": "•", "back": "←", "more": "…", "dash": "—"}
+                 "arrow": "→", "bullet": "•", "back": "←", "more": "…", "dash": "—", "times": "×"}
 ASCII_MARKS = {"pass": "[ok]", "fail": "[x]", "warn": "[!]", "info": "[i]", "skip": "[-]", "unseen": "[?]",
-               "arrow": "->", "bullet": "*", "back": "<-", "more": "...", "dash": "-"}
+               "arrow": "->", "bullet": "*", "back": "<-", "more": "...", "dash": "-", "times": "x"}
 STATUS_STYLE = {"ok": "bold green", "warning": "bold yellow", "failure": "bold red", "unknown": "bold magenta"}
 SEVERITY = {"fail": ("fail", "red"), "warn": ("warn", "yellow"), "info": ("info", "cyan")}
 RUNG = {"passed": ("pass", "green"), "failed": ("fail", "red"), "warning": ("warn", "yellow"),
@@ -226,15 +230,37 @@ def render(d: Diagnosis, console: Console, verbose: bool = False, lang: Optional
     explained = [f for f in d.findings if f.explained_by is not None]
     if live:
         out.line(out.say("findings"), "bold")
-        for f in live:
-            _finding(f, out, verbose)
+        _findings(live, out, verbose)
     if explained:
         out.line(f"({len(explained)})", "dim", head=(out.say("explained-above") + " ", "bold"))
-        for f in explained:
-            if verbose:
-                _finding(f, out, verbose)
-            else:
-                mark, _ = SEVERITY.get(f.severity, ("unseen", ""))
-                out.line(f"{_t(f.rule)}: {_t(f.title)}  {out.marks['back']} {_t(f.explained_by)}", "dim", "  ",
-                         head=(out.marks[mark] + " ", "dim"))
+        if verbose:
+            _findings(explained, out, verbose)
+        else:
+            _explained_lines(explained, out)
         out.blank()
+
+
+def _findings(findings: List[Finding], out: _Out, verbose: bool) -> None:
+    """Each finding in full, up to PER_RULE of one rule; one line counts the rest of each rule."""
+    seen: Counter = Counter()
+    for f in findings:
+        seen[f.rule] += 1
+        if seen[f.rule] <= PER_RULE:
+            _finding(f, out, verbose)
+    left = [(rule, n - PER_RULE) for rule, n in seen.items() if n > PER_RULE]
+    for rule, n in left:
+        out.line(out.say("more-of-rule", n=f"{n:,}", rule=_t(rule)), "dim", "  ", head=(out.marks["more"] + " ", "dim"))
+    if left:
+        out.blank()
+
+
+def _explained_lines(explained: List[Finding], out: _Out) -> None:
+    """One line per rule and the finding that explains it, with a count when several runs repeat it."""
+    groups: Dict[Tuple[str, str], List[Finding]] = {}
+    for f in explained:
+        groups.setdefault((f.rule, f.explained_by or ""), []).append(f)
+    for (rule, by), fs in groups.items():
+        mark, _ = SEVERITY.get(fs[0].severity, ("unseen", ""))
+        times = f" ({out.marks['times']}{len(fs):,})" if len(fs) > 1 else ""
+        out.line(f"{_t(rule)}: {_t(fs[0].title)}{times}  {out.marks['back']} {_t(by)}", "dim", "  ",
+                 head=(out.marks[mark] + " ", "dim"))

@@ -75,3 +75,41 @@ def test_rendering_in_process_respects_the_console_width():
     text.render(d, console)
     lines = console.export_text().splitlines()
     assert all(cells(ln) <= 60 or len(ln.split()) == 1 for ln in lines), [ln for ln in lines if cells(ln) > 60]
+
+
+def _rendered(d, verbose=False):
+    console = Console(width=80, force_terminal=True, color_system=None, record=True)
+    text.render(d, console, verbose=verbose)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_text_grows_with_the_rules_that_fired_not_with_the_runs(tmp_path, verbose):
+    """A job log repeating one failed run: each rule's first findings in full, the rest counted on one line."""
+    lengths = {}
+    for times in (10, 40):
+        log = tmp_path / f"client-{times}.log"
+        log.write_text((SEED / "client.log").read_text() * times)
+        d = diagnose.explain(parse_paths([str(log)]))
+        out = _rendered(d, verbose)
+        lengths[times] = len(out.splitlines())
+        live = [f for f in d.findings if f.explained_by is None]
+        rule = live[0].rule
+        fired = sum(f.rule == rule for f in live)
+        assert fired >= times, fired
+        assert f"{fired - text.PER_RULE:,} more finding(s) of {rule}," in out
+        assert out.count(f"] {rule} ") == text.PER_RULE or out.count(f"] {rule}  ") == text.PER_RULE, out
+    assert lengths[10] == lengths[40]
+
+
+def test_explained_findings_repeated_by_many_runs_take_one_line_each(tmp_path):
+    paste = ROOT / "fixtures/real/crater-a100-mlx5_0-port-down/paste.log"
+    log = tmp_path / "job.log"
+    log.write_text(paste.read_text() * 30)
+    d = diagnose.explain(parse_paths([str(log)]))
+    explained = [f for f in d.findings if f.explained_by]
+    out = _rendered(d)
+    first = explained[0]
+    times = sum(f.rule == first.rule and f.explained_by == first.explained_by for f in explained)
+    assert times >= 30 and f"(×{times})" in out, out
+    assert out.count(f"{first.rule}: ") == 1, out
