@@ -185,15 +185,26 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
 
 
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+_CJK_PUNCTUATION = re.compile(r"[\u3000-\u303f\uff00-\uffef]")
+_OPENING, _CLOSING = "“‘", "”’"
+
+
+def _blank_between(before: str, after: str) -> bool:
+    """Whether joining two wrapped lines needs a blank: not between Chinese characters, nor beside Chinese
+    punctuation (、，。), nor inside curly quotes, whose own glyphs carry the space."""
+    if _CJK_PUNCTUATION.match(before) or _CJK_PUNCTUATION.match(after) or before in _OPENING or after in _CLOSING:
+        return False
+    chinese = (_CJK.match(before) or before in _CLOSING, _CJK.match(after) or after in _OPENING)
+    return not all(chinese)
 
 
 def _join(lines: List[str]) -> str:
-    """Lines of one paragraph joined: with a blank, but none between two Chinese characters."""
+    """Lines of one paragraph joined with a blank where the language puts one (see _blank_between)."""
     out = ""
     for line in (" ".join(piece.split()) for piece in lines):
         if not line:
             continue
-        if out and not (_CJK.match(out[-1]) and _CJK.match(line[0])):
+        if out and _blank_between(out[-1], line[0]):
             out += " "
         out += line
     return out

@@ -61,6 +61,13 @@ def test_reflow_joins_chinese_lines_without_a_blank_and_others_with_one():
     assert reflow("RDMA 设备\n没有找到\nafter it") == "RDMA 设备没有找到 after it"
 
 
+def test_reflow_puts_no_blank_beside_chinese_punctuation_or_inside_curly_quotes():
+    said = reflow("客户端报\n“Couldn't read remote address”\n之后退出")
+    assert said == "客户端报“Couldn't read remote address”之后退出"
+    assert reflow("检查 MTU、\nGID 和\nPFC。\n然后重试") == "检查 MTU、GID 和 PFC。然后重试"
+    assert reflow("the server printed\n“done” and\nexited") == "the server printed “done” and exited"
+
+
 def test_every_shipped_rule_has_its_chinese_text():
     """Every rule of the package's table speaks both languages: a rule added without [rule.zh] fails here."""
     table = rules.build([rules.rules_dir()])
