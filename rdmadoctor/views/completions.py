@@ -61,6 +61,7 @@ def failures(run: Run) -> List[Dict[str, Any]]:
             "status": status, "queue": queue,
             "name": m.fields.get("status_name") or known.get("str") or "unknown",
             "enum": known.get("name", "unknown"), "meaning": known.get("meaning", ""),
+            "meaning_zh": known.get("meaning_zh", ""),
             "wr_id": m.fields.get("wr_id"), "syndrome": m.fields.get("syndrome"), "qp_num": m.fields.get("qp_num"),
             "line": m.line,
         }
@@ -114,5 +115,5 @@ def only_flushed(run: Run, ctx) -> bool:
 
 
 FEATURES = {f.__name__: f for f in (send_status, recv_status, ccnt_before_error, only_flushed)}
-COMPLETION_FIELDS = ("status", "queue", "name", "enum", "meaning", "wr_id", "syndrome", "qp_num", "line",
-                     "scnt", "ccnt", "rcnt")
+COMPLETION_FIELDS = ("status", "queue", "name", "enum", "meaning", "meaning_zh", "wr_id", "syndrome", "qp_num",
+                     "line", "scnt", "ccnt", "rcnt")

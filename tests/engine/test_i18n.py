@@ -74,3 +74,11 @@ def test_every_shipped_rule_has_its_chinese_text():
     missing = [f"{r.id} ({r.source})" if hasattr(r, "source") else r.id
                for r in table for lang in rules.LANGUAGES if getattr(r, lang, None) is None]
     assert not missing, f"{len(missing)} rules lack [rule.zh]: {', '.join(missing[:20])}"
+
+
+def test_a_completion_status_is_explained_in_the_results_language():
+    from rdmadoctor.views.completions import statuses
+    assert all(s.get("meaning_zh") for s in statuses().values())
+    parsed = parse_text(" Completion with error at client\n Failed status 14: wr_id 0 syndrom 0x0\nscnt=128, ccnt=0\n")
+    zh = next(f for f in diagnose.explain(parsed, lang="zh").findings if f.rule == "PT-COMPLETION-OTHER")
+    assert statuses()[14]["meaning_zh"] in zh.explanation and "Reliable Datagram only" not in zh.explanation
