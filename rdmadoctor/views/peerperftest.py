@@ -55,12 +55,29 @@ def server_run(entry: Dict[str, Any]) -> Run:
     return run
 
 
-def describe(entry: Dict[str, Any]) -> str:
+def describe(entry: Dict[str, Any], lang: str = "en") -> str:
     """'ib_write_bw on port 18520 with -s 65536 -q 4' (the options it was started with that matter)."""
-    words = _words(entry.get("options") or {}, [n for n in REPEATED if n != "port"])
-    where = entry.get("listening") or [entry.get("port")]
-    text = f"{entry.get('tool')} on port {', '.join(str(p) for p in where if p)}"
-    return text + (f" with {' '.join(words)}" if words else " with default options")
+    words = " ".join(_words(entry.get("options") or {}, [n for n in REPEATED if n != "port"]))
+    where = ", ".join(str(p) for p in entry.get("listening") or [entry.get("port")] if p)
+    if lang == "zh":
+        return f"{entry.get('tool')}（端口 {where}，" + (f"参数 {words}）" if words else "默认参数）")
+    return f"{entry.get('tool')} on port {where}" + (f" with {words}" if words else " with default options")
+
+
+def _entries(entries: List[Any], role: str) -> List[Dict[str, Any]]:
+    return [dict(e, text=describe(e), text_zh=describe(e, "zh"))
+            for e in entries if isinstance(e, dict) and e.get("role") == role]
+
+
+def _summaries(out: Dict[str, Any]) -> None:
+    servers, clients = out["servers"], len(out["clients"])
+    if servers:
+        out["summary"] = "the peer runs " + "; ".join(s["text"] for s in servers)
+        out["summary_zh"] = "对端运行着 " + "；".join(s["text_zh"] for s in servers)
+    else:
+        out["summary"] = "no perftest server runs on the peer" + (
+            f" ({clients} perftest client(s) do)" if clients else "")
+        out["summary_zh"] = "对端没有运行 perftest 服务端" + (f"（有 {clients} 个 perftest 客户端）" if clients else "")
 
 
 def _log_client(runs: Sequence[Run]) -> Optional[Run]:
@@ -102,14 +119,12 @@ def build(view: Dict[str, Any], runs: Sequence[Run]) -> Optional[Dict[str, Any]]
         # the client aimed at none of the peer's addresses (the probed one, those of its RDMA netdevs)
         "target_differs": bool(log_host is not None and peer_address and log_host.value not in peer_addresses),
         "servers": [], "clients": [], "waiting": None, "elsewhere": None, "differences": [], "differ": False,
-        "differences_text": "", "qp_count_differs": False, "matching": False,
-        "start_command": _start_command(client, remote, asked), "summary": "",
+        "differences_text": "", "differences_text_zh": "", "qp_count_differs": False, "matching": False,
+        "start_command": _start_command(client, remote, asked), "summary": "", "summary_zh": "",
     }
     if not isinstance(entries, list):
         return out
-    servers = [e for e in entries if isinstance(e, dict) and e.get("role") == "server"]
-    out["servers"] = [dict(e, text=describe(e)) for e in servers]
-    out["clients"] = [dict(e, text=describe(e)) for e in entries if isinstance(e, dict) and e.get("role") == "client"]
+    out["servers"], out["clients"] = _entries(entries, "server"), _entries(entries, "client")
     # a server waits on a port it listens on; where its sockets were not visible (an agent without root, an
     # rdma_cm listener), on its -p unless it is busy with a client
     waiting = next((s for s in out["servers"] if asked in (s.get("listening") or []) or
@@ -125,10 +140,8 @@ def build(view: Dict[str, Any], runs: Sequence[Run]) -> Optional[Dict[str, Any]]
         out["qp_count_differs"] = any(n == "num_qps" for n, _, _ in diffs)
         out["differences_text"] = "; ".join(f"{d['label']} ({d['option']}): {d['peer']} on the peer, {d['here']} here"
                                             for d in out["differences"])
+        out["differences_text_zh"] = "；".join(f"{d['label']}（{d['option']}）：对端 {d['peer']}，本端 {d['here']}"
+                                              for d in out["differences"])
     out["matching"] = waiting is not None and not out["differ"]
-    if not out["servers"]:
-        out["summary"] = "no perftest server runs on the peer" + (
-            f" ({len(out['clients'])} perftest client(s) do)" if out["clients"] else "")
-    else:
-        out["summary"] = "the peer runs " + "; ".join(s["text"] for s in out["servers"])
+    _summaries(out)
     return out

@@ -125,7 +125,8 @@ _PERFTEST = {"tool": "the perftest binary (ib_write_bw ...)", "role": "server | 
              "connected": "it holds an established TCP connection (a run in progress)",
              "rdma_cm": "it runs with -R or -z", "target": "the server address a client aims at",
              "parsed": "its command line parsed as perftest's", "pid": "its process id (this host only)",
-             "user": "its user (this host only)", "text": "'ib_write_bw on port 18520 with -s 65536'"}
+             "user": "its user (this host only)", "text": "'ib_write_bw on port 18520 with -s 65536'",
+             "text_zh": "the same in Chinese"}
 PEER_PERFTEST: Dict[str, Any] = {
     "known": "the peer's agent reported its perftest processes",
     "asked_port": "the port this side's client connects to (the log's -p, else check's --port)",
@@ -137,10 +138,11 @@ PEER_PERFTEST: Dict[str, Any] = {
     "differences": [{"name": "the parameter", "label": "how a person calls it", "option": "the option",
                      "peer": "the peer server's value", "here": "this side's value"}],
     "differ": "some option differs", "differences_text": "the differences, as a sentence",
+    "differences_text_zh": "the same in Chinese",
     "qp_count_differs": "the number of QPs is among the differences",
     "matching": "a server with the same options waits on the asked port",
     "start_command": "a server command for the peer that matches this side",
-    "summary": "what the peer runs, as a sentence",
+    "summary": "what the peer runs, as a sentence", "summary_zh": "the same in Chinese",
 }
 
 PROBE: Dict[str, Any] = {

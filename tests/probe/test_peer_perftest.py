@@ -100,3 +100,12 @@ def test_recorded_in_the_lab(name):
     assert text in d.verdict.summary, d.verdict.summary
     peer_ports = facts["sections"]["peer"]["data"]["facts"]["sections"]["ports"]["data"]
     assert all("cmdline" not in p and "pid" not in p for p in peer_ports["perftest"])
+
+
+def test_the_peers_perftest_in_chinese():
+    facts = json.loads((DATA / "healthy.json").read_text())
+    facts["sections"]["peer"]["data"]["facts"]["sections"]["ports"]["data"]["perftest"] = [server(size=1024, iters=100)]
+    d = check(facts, parse_paths([str(LAB / "size-client-larger" / "client.log")]), "192.0.2.1", lang="zh")
+    finding = next(f for f in d.findings if f.rule == "PEER-PERFTEST-OPTIONS")
+    assert "ib_write_bw（端口 18515，参数 -s 1024" in finding.title, finding.title
+    assert "对端 1024，本端 65536" in finding.title and "on the peer" not in finding.title + finding.explanation
