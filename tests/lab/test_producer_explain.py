@@ -31,10 +31,6 @@ UCMATOSE_STALL = ("explain says unknown (PT-STALLED), candidates option-mismatch
 # "<scenario>/<producer>" (every pair) or "<pair>/<scenario>/<producer>" (that pair): why explain's verdict
 # on that recording is not the expected one yet.
 XFAIL: Dict[str, str] = {
-    'firewall-drop-udp-4791/fi_pingpong-msg':
-        "no rule reads fi_pingpong-msg's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/fi_pingpong-rdm':
-        "no rule reads fi_pingpong-rdm's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/mpirun-tcp':
@@ -67,8 +63,6 @@ XFAIL: Dict[str, str] = {
         'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
     'gid-index-empty-client/ucx_perftest-ud':
         'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
-    'healthy/fi_pingpong-rdm-universe-default':
-        "no rule reads fi_pingpong-rdm-universe-default's lines here yet (unknown, no candidates)",
     'healthy/mpirun-tcp':
         'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
     'healthy/mpirun-ucx':
@@ -82,14 +76,6 @@ XFAIL: Dict[str, str] = {
         "no rule reads ucx_perftest-tcp's lines here yet (unknown, no candidates)",
     'mixed/healthy/ucx_perftest-ud':
         "no rule reads ucx_perftest-ud's lines here yet (unknown, no candidates)",
-    'ib-uverbs-not-loaded-server/fi_pingpong-msg':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
-        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected '
-        'kernel-module-missing among them',
-    'ib-uverbs-not-loaded-server/fi_pingpong-rdm':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
-        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected '
-        'kernel-module-missing among them',
     'ib-uverbs-not-loaded-server/ibv_rc_pingpong':
         'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with '
         'kernel-module-missing among the candidates',
@@ -109,16 +95,9 @@ XFAIL: Dict[str, str] = {
     'trixie/ib-uverbs-not-loaded-server/ucx_perftest-rc':
         'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with '
         'kernel-module-missing among the candidates',
-    'memlock-64k-nonroot-server/fi_pingpong-rdm':
-        'explain names server-not-running (OFI-CONNECT-REFUSED), but the server runs and rejects (EBUSY) the '
-        'connections it cannot set up; expected unknown with memlock-limit among the candidates',
     'memlock-64k-nonroot-server/ibv_rc_pingpong':
         "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' "
         'from a non-root prompt is memlock-limit',
-    'mtu-netdev-mismatch/fi_pingpong-msg':
-        "no rule reads fi_pingpong-msg's lines here yet (unknown, no candidates)",
-    'mtu-netdev-mismatch/fi_pingpong-rdm':
-        "no rule reads fi_pingpong-rdm's lines here yet (unknown, no candidates)",
     'mtu-netdev-mismatch/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'mtu-netdev-mismatch/mpirun-ucx':
@@ -132,12 +111,6 @@ XFAIL: Dict[str, str] = {
         'firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
     'mixed/mtu-netdev-mismatch/ucx_perftest-rc':
         "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
-    'netdev-down-server/fi_pingpong-msg':
-        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, '
-        'wrong-peer-address, packet-loss; expected firewall-blocks-port',
-    'netdev-down-server/fi_pingpong-rdm':
-        'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, '
-        'wrong-peer-address, packet-loss; expected firewall-blocks-port',
     'netdev-down-server/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'netdev-down-server/mpirun-ucx':
@@ -147,12 +120,6 @@ XFAIL: Dict[str, str] = {
     'netdev-down-server/ucmatose': UCMATOSE_STALL,
     'server-not-running/mpirun-ucx':
         "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
-    'wrong-device-name-client/fi_pingpong-msg':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
-        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
-    'wrong-device-name-client/fi_pingpong-rdm':
-        'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
-        'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected wrong-device-name',
 }
 
 
