@@ -347,3 +347,25 @@ def test_every_fixture_parses_the_same_with_the_prefilter(hyperscan_prefilter, m
         if shape(parse_text(text, path.name)) != every_line:
             differ.append(str(path.relative_to(FIXTURES)))
     assert not differ, differ
+
+
+
+IMB_PINGPONG = ("#---------------------------------------------------\n"
+                "# Benchmarking PingPong\n"
+                "#---------------------------------------------------\n"
+                "       #bytes #repetitions      t[usec]   Mbytes/sec\n"
+                "            0         1000         0.85         0.00\n"
+                "        65536          640        11.51      5693.54\n")
+
+
+@pytest.mark.parametrize("scanned", [False, True])
+def test_mpi_benchmark_rows_are_the_mpirun_runs_results(scanned, hyperscan_prefilter, monkeypatch):
+    """IMB's rows under an mpirun command line are that run's measurements, read the same with the prefilter; the
+    same numbers without an mpirun run open are nobody's (no Open MPI run is made up from a column of numbers)."""
+    from rdmadoctor.logparse import prefilter
+    from rdmadoctor.views import features
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter if scanned else None)
+    command = "$ mpirun -np 2 --host n1,n2 --mca pml ucx ./IMB-MPI1 PingPong\n"
+    runs = parse_text(command + IMB_PINGPONG).runs
+    assert [(r.producer, features.results(r, {})) for r in runs] == [("ompi", 2)]
+    assert [r.producer for r in parse_text(IMB_PINGPONG).runs if r.producer == "ompi"] == []

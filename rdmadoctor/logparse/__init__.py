@@ -231,9 +231,13 @@ class _Source:
         if possible is None or pre is None or not pre.setting_ids.isdisjoint(possible):
             for setting, value, _ in producers.settings_in(line):
                 self.settings[setting] = HeaderField(value, number)
-        if not items and (possible is None or pre is None or not pre.row_ids.isdisjoint(possible)):
+        # a row of bare numbers while another program talks may be its table (an MPI benchmark's under mpirun)
+        bare = not items or (self.builder.current is None and all(i.kind == "numbers" for i in items))
+        if bare and (possible is None or pre is None or not pre.row_ids.isdisjoint(possible)):
             row = rows.result_row(line)
-            if row is not None:                # a fabtests result row: it has no word the catalogue keys on
+            if row is not None and (row.pattern.id not in rows.INSIDE_A_RUN
+                                    or row.pattern.producer in self.others.current):
+                # a fabtests or MPI benchmark result row: it has no word the catalogue keys on
                 self._route(number, row)
                 return
         # two bare integers (a cut result row) do not show that perftest is the program talking

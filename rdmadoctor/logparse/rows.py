@@ -12,9 +12,13 @@ from typing import List, Optional
 
 from rdmadoctor.logparse import catalog
 
-ROW_IDS = ("LIBFABRIC.FT_RESULT",)
-# the time column ("0.00s") followed by three numbers ends every such row
-_SHAPE = re.compile(r"\d\.\d\ds\s+\S+\s+\S+\s+\S+\s*$")
+ROW_IDS = ("LIBFABRIC.FT_RESULT", "OMPI.BENCH_ROW")
+# fabtests: the time column ("0.00s") followed by three numbers ends every such row; an MPI benchmark (IMB, OSU):
+# a size, maybe a repetition count, then one to four decimal numbers
+_SHAPE = re.compile(r"\d\.\d\ds\s+\S+\s+\S+\s+\S+\s*$|^\s*\d+\s+(?:\d+\s+)?\d+\.\d+(?:\s+\d+\.\d+){0,3}\s*$")
+# rows printed by the program a producer started (an MPI benchmark under mpirun), not in the producer's own words:
+# they count only inside a run of that producer the paste already opened
+INSIDE_A_RUN = frozenset({"OMPI.BENCH_ROW"})
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,9 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
                              to an ENOMEM failure if RLIMIT_MEMLOCK were finite (a 1.17+ message shape or a
                              shown version >= 1.13): the limit was not what failed
   ucx_startup                the failure happened while connecting (ucp_ep_create, MPI_Init, perftest setup)
+  ucx_timeout_both_hosts     UCX endpoints on two hosts of the input timed out (each waited for the other)
+  ucx_gid_index_set          a run of the input shows a UCX GID index setting (UCX_IB_GID_INDEX and the like)
+  ucx_perftest_test_differs  the ucx_perftest server prints another test than the client's -t asked for
   ucx_env_typos              names in "unused environment variable" warnings that UCX never reads (misspelt)
   ucx_selection_typo         such a name whose closest real name chooses devices, transports, GIDs, timeouts
   ucx_tls_without_network    UCX_TLS as shown lists no transport that reaches another host
@@ -127,6 +130,102 @@ def _startup_failure(run: Run, ctx) -> Optional[Dict[str, Any]]:
             continue
         return {"line": m.line, "text": m.text}
     return None
+
+
+# "[1700000000.100000] [node1:1234:0]" (ucs_log) or "[node1:1234:0:1234]" (ucs_fatal_error): the host of the line
+_UCX_PREFIX = re.compile(r"^\s*(?:\[\d+\.\d+\]\s*)?\[(?P<host>[^\s:\[\]]+):\s*\d+")
+_TIMEOUT_IDS = ("UCX.UD_EP_TIMEOUT", "UCX.EP_ERROR_UNHANDLED", "UCX.API_CALL_FAILED", "UCX.PERFTEST_RUN_FAILED")
+
+
+def _timeout_hosts(ctx: Dict[str, Any]) -> Dict[str, Tuple[str, int]]:
+    """Each host (or, without a UCX line prefix, each file) of the input whose UCX endpoint timed out -> its
+    first such line (source, line number)."""
+    found: Dict[str, Tuple[str, int]] = {}
+    for r in ctx.get("runs") or []:
+        for m in r.messages:
+            if m.id not in _TIMEOUT_IDS or (m.id != "UCX.UD_EP_TIMEOUT"
+                                             and m.fields.get("ucs_status") != "Endpoint timeout"):
+                continue
+            prefix = _UCX_PREFIX.match(bysource.line_text(ctx, r.source, m.line) or "")
+            found.setdefault(prefix.group("host") if prefix else "file " + r.source, (r.source, m.line))
+    return found
+
+
+def ucx_timeout_both_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX endpoints on two hosts (or in two files) of the input timed out: each end waited for the other.
+
+    UCX's UD transport aborts with "unhandled timeout error" when its peer stops acknowledging
+    (src/uct/ib/ud/base/ud_ep.c uct_ud_ep_deferred_timeout_handler()); when both ends print it, both were
+    alive and sending, and neither heard the other."""
+    hosts = bysource.once_per_input(ctx, "_timeout_hosts", lambda: _timeout_hosts(ctx))
+    mine = [line for source, line in hosts.values() if source == run.source]
+    if len(hosts) < 2 or not mine:
+        return None
+    return {"line": min(mine), "hosts": ", ".join(sorted(h for h in hosts))}
+
+
+_GID_INDEX_SETTING = re.compile(r"^UCX_(?:\w+_)?GID_INDEX$")
+
+
+def ucx_gid_index_set(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """A run of the input shows a GID index for UCX (UCX_IB_GID_INDEX, UCX_RC_VERBS_GID_INDEX ...): UCX did not
+    choose the GID itself (its default, "auto", picks a RoCE v2 IPv4 GID first: src/uct/ib/base/ib_device.c
+    uct_ib_device_select_gid())."""
+    for r in ctx.get("runs") or [run]:
+        for name, shown in r.settings.items():
+            if _GID_INDEX_SETTING.match(name):
+                return {"line": shown.line, "source": r.source, "quote": f"{name}={shown.value}",
+                        "name": name, "value": shown.value}
+    return None
+
+
+# ucx_perftest's -t names and the description its server prints as "Test:" (src/tools/perf/perftest.c, later
+# perftest_params.c, tests[]; older releases end the atomics' descriptions in "message rate")
+_PERFTEST_TESTS = {
+    "am_lat": ("active message latency",), "put_lat": ("put latency",), "add_lat": ("atomic add latency",),
+    "get": ("get latency / bandwidth / message rate",),
+    "fadd": ("atomic fetch-and-add latency / rate", "atomic fetch-and-add latency / message rate"),
+    "swap": ("atomic swap latency / rate", "atomic swap latency / message rate"),
+    "cswap": ("atomic compare-and-swap latency / rate", "atomic compare-and-swap latency / message rate"),
+    "am_bw": ("active message bandwidth / message rate",), "put_bw": ("put bandwidth / message rate",),
+    "add_mr": ("atomic add message rate",), "tag_lat": ("tag match latency",), "tag_bw": ("tag match bandwidth",),
+    "tag_sync_lat": ("tag sync match latency",), "tag_sync_bw": ("tag sync match bandwidth",),
+    "ucp_put_lat": ("put latency",), "ucp_put_bw": ("put bandwidth",),
+    "ucp_get": ("get latency / bandwidth / message rate",), "ucp_add": ("atomic add bandwidth / message rate",),
+    "ucp_fadd": ("atomic fetch-and-add latency / bandwidth / rate",),
+    "ucp_swap": ("atomic swap latency / bandwidth / rate",),
+    "ucp_cswap": ("atomic compare-and-swap latency / bandwidth / rate",),
+    "stream_bw": ("stream bandwidth",), "stream_lat": ("stream latency",), "ucp_am_lat": ("am latency",),
+    "ucp_am_bw": ("am bandwidth / message rate",),
+}
+
+
+def _client_tests(ctx: Dict[str, Any]) -> List[str]:
+    """The -t of every ucx_perftest client command of the input."""
+    return [str(r.command.options.get("-t")) for r in ctx.get("runs") or []
+            if r.command is not None and r.command.tool == "ucx_perftest" and r.command.host
+            and r.command.options.get("-t")]
+
+
+def ucx_perftest_test_differs(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The ucx_perftest server printed a test other than the one its client's -t names.
+
+    The server takes every parameter from its client: it reads the client's parameter structure from the TCP
+    socket as raw bytes (setup_sock_rte_p2p(): safe_recv(connfd, &ctx->params, sizeof(ctx->params))) and prints
+    the test it read. Another test means the bytes were read with another layout: the two ucx_perftest builds
+    are of different UCX releases (or the client was not ucx_perftest)."""
+    if run.command is None or run.command.tool != "ucx_perftest" or run.command.host:
+        return None
+    shown = next((m for m in run.messages if m.id == "UCX.PERFTEST_TEST"), None)
+    asked = set(_client_tests(ctx))
+    if shown is None or len(asked) != 1:
+        return None
+    test = asked.pop()
+    expected = _PERFTEST_TESTS.get(test)
+    printed = str(shown.fields.get("test", "")).strip()
+    if expected is None or printed in expected:
+        return None
+    return {"line": shown.line, "printed": printed, "asked": test, "expected": expected[0]}
 
 
 @lru_cache(maxsize=1)
@@ -302,7 +401,8 @@ def ompi_help_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
-                            ucx_tls_without_network,
+                            ucx_tls_without_network, ucx_timeout_both_hosts, ucx_gid_index_set,
+                            ucx_perftest_test_differs,
                             ompi_btl_without_network, container_without_ipc_lock, pasted_memlock_limit,
                             verbs_provider_missing, ompi_help_hosts)
 }
@@ -310,6 +410,9 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_memlock_hint_expected": ("line", "version", "why"),
     "ucx_startup": ("line", "text"),
+    "ucx_timeout_both_hosts": ("line", "hosts"),
+    "ucx_gid_index_set": ("line", "name", "value"),
+    "ucx_perftest_test_differs": ("line", "printed", "asked", "expected"),
     "ucx_env_typos": ("line", "names", "text", "suggestion"),
     "ucx_selection_typo": ("line", "names", "text", "suggestion"),
     "ucx_tls_without_network": ("line", "value"),

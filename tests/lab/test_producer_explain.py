@@ -33,75 +33,19 @@ UCMATOSE_STALL = ("explain says unknown (PT-STALLED), candidates option-mismatch
 XFAIL: Dict[str, str] = {
     'firewall-drop-udp-4791/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/mpirun-tcp':
-        'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
-    'firewall-drop-udp-4791/mpirun-ucx':
-        'explain says unknown (UCX-EP-TIMEOUT), candidates peer-process-exited, packet-loss, port-down, '
-        'wrong-gid-index; expected packet-loss',
     'firewall-drop-udp-4791/rping':
         "no rule reads rping's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/ucx_perftest-rc':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
-        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
-    'mixed/firewall-drop-udp-4791/ucx_perftest-tcp':
-        "no rule reads ucx_perftest-tcp's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/ucx_perftest-ud':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
-        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
     'gid-index-empty-client/ibv_rc_pingpong':
         "explain names gid-missing (VERBS-PINGPONG-EMPTY-GID) from the client's empty GID; the client's own "
         '-g 5 makes it the index',
-    'gid-index-empty-client/mpirun-ucx':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
-        'device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
-    'bookworm/gid-index-empty-client/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
-    'mixed/gid-index-empty-client/ucx_perftest-rc':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
-        'device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
-    'trixie/gid-index-empty-client/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
-    'gid-index-empty-client/ucx_perftest-ud':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected wrong-gid-index',
-    'healthy/mpirun-tcp':
-        'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
-    'healthy/mpirun-ucx':
-        'explain does not recognise a completed mpirun-ucx run (unknown, no candidates)',
-    'mixed/healthy/ucx_perftest-rc':
-        "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
-    'healthy/ucx_perftest-rc-dgid-check':
-        'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
-        'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
-    'mixed/healthy/ucx_perftest-tcp':
-        "no rule reads ucx_perftest-tcp's lines here yet (unknown, no candidates)",
-    'mixed/healthy/ucx_perftest-ud':
-        "no rule reads ucx_perftest-ud's lines here yet (unknown, no candidates)",
     'ib-uverbs-not-loaded-server/ibv_rc_pingpong':
         'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with '
-        'kernel-module-missing among the candidates',
-    'ib-uverbs-not-loaded-server/mpirun-tcp':
-        'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
-    'ib-uverbs-not-loaded-server/mpirun-ucx':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
-        'device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing '
-        'among them',
-    'bookworm/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with '
-        'kernel-module-missing among the candidates',
-    'mixed/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
-        'device-permission-denied, no-rdma-device, library-build-mismatch; expected kernel-module-missing '
-        'among them',
-    'trixie/ib-uverbs-not-loaded-server/ucx_perftest-rc':
-        'explain names wrong-transport-selection (UCX-UNREACHABLE-SELECTION); expected unknown with '
         'kernel-module-missing among the candidates',
     'memlock-64k-nonroot-server/ibv_rc_pingpong':
         "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' "
         'from a non-root prompt is memlock-limit',
     'mtu-netdev-mismatch/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
-    'mtu-netdev-mismatch/mpirun-ucx':
-        'explain does not recognise a completed mpirun-ucx run (unknown, no candidates)',
     'mtu-netdev-mismatch/rping':
         "explain says ok: the server's rows hide that the client stalled until interrupted",
     'bookworm/mtu-netdev-mismatch/ucmatose': UCMATOSE_STALL,
@@ -109,17 +53,13 @@ XFAIL: Dict[str, str] = {
     'trixie/mtu-netdev-mismatch/ucmatose':
         'explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, '
         'firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
-    'mixed/mtu-netdev-mismatch/ucx_perftest-rc':
-        "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
     'netdev-down-server/ibv_rc_pingpong':
         "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
-    'netdev-down-server/mpirun-ucx':
-        "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
+    'trixie/netdev-down-server/mpirun-ucx':
+        'prterun printed only "Segmentation fault" with h1\'s netdev down: nothing in the log names the network',
     'netdev-down-server/rping':
         "no rule reads rping's lines here yet (unknown, no candidates)",
     'netdev-down-server/ucmatose': UCMATOSE_STALL,
-    'server-not-running/mpirun-ucx':
-        "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
 }
 
 
