@@ -24,10 +24,6 @@ from tests.lab.vm import REPO
 FIXTURES = REPO / "fixtures" / "lab"
 RECORDINGS = sorted(p.parent for p in FIXTURES.glob("*/*/*/meta.json"))
 
-# ucmatose that connects and then stalls: the perftest stall rule answers, with perftest's candidates
-UCMATOSE_STALL = ("explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, "
-                  "firewall-blocks-port, server-not-running; expected the fault among them")
-
 # "<scenario>/<producer>" (every pair) or "<pair>/<scenario>/<producer>" (that pair): why explain's verdict
 # on that recording is not the expected one yet.
 XFAIL: Dict[str, str] = {
@@ -35,15 +31,11 @@ XFAIL: Dict[str, str] = {
         "no rule reads fi_pingpong-msg's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/fi_pingpong-rdm':
         "no rule reads fi_pingpong-rdm's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/mpirun-tcp':
         'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
     'firewall-drop-udp-4791/mpirun-ucx':
         'explain says unknown (UCX-EP-TIMEOUT), candidates peer-process-exited, packet-loss, port-down, '
         'wrong-gid-index; expected packet-loss',
-    'firewall-drop-udp-4791/rping':
-        "no rule reads rping's lines here yet (unknown, no candidates)",
     'firewall-drop-udp-4791/ucx_perftest-rc':
         'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
         'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
@@ -52,9 +44,6 @@ XFAIL: Dict[str, str] = {
     'firewall-drop-udp-4791/ucx_perftest-ud':
         'explain says unknown (UCX-EP-TIMEOUT-STARTUP), candidates wrong-gid-index, '
         'route-via-wrong-interface, port-down, packet-loss; expected packet-loss',
-    'gid-index-empty-client/ibv_rc_pingpong':
-        "explain names gid-missing (VERBS-PINGPONG-EMPTY-GID) from the client's empty GID; the client's own "
-        '-g 5 makes it the index',
     'gid-index-empty-client/mpirun-ucx':
         'explain says unknown (UCX-NO-RDMA-DEVICE-VISIBLE), candidates userspace-provider-missing, '
         'device-permission-denied, no-rdma-device, library-build-mismatch; expected wrong-gid-index',
@@ -90,9 +79,6 @@ XFAIL: Dict[str, str] = {
         'explain says unknown (OFI-GETINFO-ENODATA), candidates rdma-cm-address-not-on-rdma-netdev, '
         'wrong-transport-selection, no-rdma-device, userspace-provider-missing; expected '
         'kernel-module-missing among them',
-    'ib-uverbs-not-loaded-server/ibv_rc_pingpong':
-        'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with '
-        'kernel-module-missing among the candidates',
     'ib-uverbs-not-loaded-server/mpirun-tcp':
         'explain does not recognise a completed mpirun-tcp run (unknown, no candidates)',
     'ib-uverbs-not-loaded-server/mpirun-ucx':
@@ -112,24 +98,12 @@ XFAIL: Dict[str, str] = {
     'memlock-64k-nonroot-server/fi_pingpong-rdm':
         'explain names server-not-running (OFI-CONNECT-REFUSED), but the server runs and rejects (EBUSY) the '
         'connections it cannot set up; expected unknown with memlock-limit among the candidates',
-    'memlock-64k-nonroot-server/ibv_rc_pingpong':
-        "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' "
-        'from a non-root prompt is memlock-limit',
     'mtu-netdev-mismatch/fi_pingpong-msg':
         "no rule reads fi_pingpong-msg's lines here yet (unknown, no candidates)",
     'mtu-netdev-mismatch/fi_pingpong-rdm':
         "no rule reads fi_pingpong-rdm's lines here yet (unknown, no candidates)",
-    'mtu-netdev-mismatch/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'mtu-netdev-mismatch/mpirun-ucx':
         'explain does not recognise a completed mpirun-ucx run (unknown, no candidates)',
-    'mtu-netdev-mismatch/rping':
-        "explain says ok: the server's rows hide that the client stalled until interrupted",
-    'bookworm/mtu-netdev-mismatch/ucmatose': UCMATOSE_STALL,
-    'mixed/mtu-netdev-mismatch/ucmatose': UCMATOSE_STALL,
-    'trixie/mtu-netdev-mismatch/ucmatose':
-        'explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, '
-        'firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
     'mixed/mtu-netdev-mismatch/ucx_perftest-rc':
         "no rule reads ucx_perftest-rc's lines here yet (unknown, no candidates)",
     'netdev-down-server/fi_pingpong-msg':
@@ -138,13 +112,8 @@ XFAIL: Dict[str, str] = {
     'netdev-down-server/fi_pingpong-rdm':
         'explain says unknown (OFI-CONNECT-TIMEOUT), candidates server-not-running, firewall-blocks-port, '
         'wrong-peer-address, packet-loss; expected firewall-blocks-port',
-    'netdev-down-server/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'netdev-down-server/mpirun-ucx':
         "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
-    'netdev-down-server/rping':
-        "no rule reads rping's lines here yet (unknown, no candidates)",
-    'netdev-down-server/ucmatose': UCMATOSE_STALL,
     'server-not-running/mpirun-ucx':
         "no rule reads mpirun-ucx's lines here yet (unknown, no candidates)",
     'wrong-device-name-client/fi_pingpong-msg':
