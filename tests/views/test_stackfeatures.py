@@ -26,8 +26,9 @@ def test_a_ucmatose_run_that_hangs_is_one_verbs_run_with_its_last_step():
 def test_ucmatose_stalls_at_connect_and_a_finished_run_does_not_stall():
     runs, ctx = _runs("$ ucmatose -s 192.0.2.1\ncmatose: starting client\ncmatose: connecting\n^C\n")
     assert features.feature(runs[0], "cmatose_stalled_at", ctx) == "connect"
-    runs, ctx = _runs("$ ucmatose -s 192.0.2.1\ncmatose: starting client\ncmatose: connecting\nreceiving data transfers\n"
-                      "sending replies\ndata transfers complete\ntest complete\nreturn status 0\n")
+    runs, ctx = _runs("$ ucmatose -s 192.0.2.1\ncmatose: starting client\ncmatose: connecting\n"
+                      "receiving data transfers\nsending replies\ndata transfers complete\ntest complete\n"
+                      "return status 0\n")
     assert features.feature(runs[0], "cmatose_stalled_at", ctx) is None
 
 
