@@ -7,6 +7,20 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   pingpong_local_gid  the GID an ibv_*_pingpong run printed in its "local address:" line, and what kind it is
   pingpong_gid_family that kind alone: empty | link-local | ipv4 | ipv6
   run_tool            the program whose command line started the run
+  pingpong_stalled_at where an ibv_*_pingpong run that printed no error and no result stopped: "exchange" (both
+                      QP addresses printed: the QPs were connected, no message ever completed) or "connect" (only
+                      its own address: the server waiting for a client, the client before the TCP exchange)
+  pingpong_mtu_option the path MTU an ibv_*_pingpong command line asked for with -m (None: the default, 1024)
+  pingpong_gid_elsewhere  for a run whose -g chose an empty GID: another ibv_*_pingpong run of the input that chose
+                      another index and printed a usable GID (where the usable GID sits on hosts set up alike)
+  device_opened_elsewhere for a run that found no device of its -d name: another run of the input that named the
+                      same device and opened it (printed its local address), so the name itself is right
+  rping_stalled       an rping client stopped by hand (^C) that completed no ping (no "ping data" line with -v,
+                      no end of its -C count) and printed no error
+  cmatose_step        the last step a ucmatose run printed ("connecting", "receiving data transfers" ...)
+  cmatose_stalled_at  where a ucmatose run that printed no error and no completion stopped: "connect" (starting
+                      server / connecting: no connection was established) or "data" (connected, then a data
+                      transfer step never completed)
 """
 from __future__ import annotations
 
@@ -109,8 +123,103 @@ def run_tool(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     return run.command.tool if run.command is not None else run.tool
 
 
-FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool)}
-FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line")}
+def _is_pingpong(run: Run) -> bool:
+    return run.command is not None and bool(_PINGPONG.match(run.command.tool or ""))
+
+
+def pingpong_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    if not _is_pingpong(run) or features.feature(run, "errors", ctx) or features.feature(run, "results", ctx):
+        return None
+    sides = {str(m.fields.get("side", "")).lower() for m in run.messages if m.id == "VERBS.EX_ADDRESS"}
+    if "remote" in sides:
+        return "exchange"
+    return "connect" if "local" in sides else None
+
+
+def pingpong_mtu_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
+    if not _is_pingpong(run):
+        return None
+    assert run.command is not None
+    for option in ("-m", "--mtu"):
+        try:
+            return int(str(run.command.options.get(option)), 0)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _input_runs(run: Run, ctx: Dict[str, Any]):
+    return [r for r in (ctx.get("runs") or [run]) if r is not run]
+
+
+def pingpong_gid_elsewhere(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    index = features.feature(run, "pingpong_gid_option", ctx)
+    if index is None or features.feature(run, "pingpong_gid_family", ctx) != "empty":
+        return None
+    for other in _input_runs(run, ctx):
+        chosen = features.feature(other, "pingpong_gid_option", ctx)
+        local = features.feature(other, "pingpong_local_gid", ctx)
+        if chosen is not None and chosen != index and local and local["family"] in ("ipv4", "ipv6"):
+            return {"index": chosen, "gid": local["gid"], "line": local["line"], "source": other.source,
+                    "quote": f"-g {chosen}: GID {local['gid']}"}
+    return None
+
+
+def _device_option(run: Run) -> Optional[str]:
+    if run.command is None:
+        return None
+    value = run.command.options.get("-d", run.command.options.get("--ib-dev"))
+    return value if isinstance(value, str) else None
+
+
+def device_opened_elsewhere(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    missing = {m.fields.get("device") for m in run.messages if m.id == "VERBS.EX_DEVICE_NOT_FOUND"}
+    if not missing:
+        return None
+    for other in _input_runs(run, ctx):
+        name = _device_option(other)
+        opened = next((m for m in other.messages if m.id == "VERBS.EX_ADDRESS"), None)
+        if name in missing and opened is not None:
+            return {"device": name, "line": opened.line, "source": other.source,
+                    "quote": f"-d {name}: {opened.text}"}
+    return None
+
+
+def rping_stalled(run: Run, ctx: Dict[str, Any]) -> bool:
+    if run.command is None or run.command.tool != "rping" or run.side != "client":
+        return False
+    options = run.command.options
+    if not ("-v" in options or "-C" in options) or not features.feature(run, "interrupted", ctx):
+        return False
+    return not (features.feature(run, "errors", ctx) or features.feature(run, "results", ctx))
+
+
+_CMATOSE_CONNECT = ("starting server", "starting client", "connecting")
+
+
+def cmatose_step(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    """The last step a ucmatose run printed ("connecting", "receiving data transfers" ...); None after its end."""
+    if run.command is None or run.command.tool != "ucmatose":
+        return None
+    steps = [m.fields.get("step") for m in run.messages if m.id in ("VERBS.CM_TEST_STEP", "VERBS.CM_TEST_STATUS")]
+    return steps[-1] if steps else None
+
+
+def cmatose_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
+    step = features.feature(run, "cmatose_step", ctx)
+    if step is None or step == "disconnecting":
+        return None
+    if features.feature(run, "errors", ctx) or features.feature(run, "results", ctx):
+        return None
+    return "connect" if step in _CMATOSE_CONNECT else "data"
+
+
+FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
+                                    pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
+                                    device_opened_elsewhere, rping_stalled, cmatose_step, cmatose_stalled_at)}
+FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
+             "pingpong_gid_elsewhere": ("index", "gid", "line", "source", "quote"),
+             "device_opened_elsewhere": ("device", "line", "source", "quote")}
 
 features.FEATURES.update(FEATURES)
 features.FIELDS_OF.update(FIELDS_OF)

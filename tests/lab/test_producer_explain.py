@@ -24,42 +24,11 @@ from tests.lab.vm import REPO
 FIXTURES = REPO / "fixtures" / "lab"
 RECORDINGS = sorted(p.parent for p in FIXTURES.glob("*/*/*/meta.json"))
 
-# ucmatose that connects and then stalls: the perftest stall rule answers, with perftest's candidates
-UCMATOSE_STALL = ("explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, "
-                  "firewall-blocks-port, server-not-running; expected the fault among them")
-
 # "<scenario>/<producer>" (every pair) or "<pair>/<scenario>/<producer>" (that pair): why explain's verdict
 # on that recording is not the expected one yet.
 XFAIL: Dict[str, str] = {
-    'firewall-drop-udp-4791/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
-    'firewall-drop-udp-4791/rping':
-        "no rule reads rping's lines here yet (unknown, no candidates)",
-    'gid-index-empty-client/ibv_rc_pingpong':
-        "explain names gid-missing (VERBS-PINGPONG-EMPTY-GID) from the client's empty GID; the client's own "
-        '-g 5 makes it the index',
-    'ib-uverbs-not-loaded-server/ibv_rc_pingpong':
-        'explain names wrong-device-name (VERBS-DEVICE-NOT-FOUND); expected unknown with '
-        'kernel-module-missing among the candidates',
-    'memlock-64k-nonroot-server/ibv_rc_pingpong':
-        "explain says unknown (VERBS-RESOURCE-FAILED) with memlock-limit a candidate; 'Couldn't register MR' "
-        'from a non-root prompt is memlock-limit',
-    'mtu-netdev-mismatch/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
-    'mtu-netdev-mismatch/rping':
-        "explain says ok: the server's rows hide that the client stalled until interrupted",
-    'bookworm/mtu-netdev-mismatch/ucmatose': UCMATOSE_STALL,
-    'mixed/mtu-netdev-mismatch/ucmatose': UCMATOSE_STALL,
-    'trixie/mtu-netdev-mismatch/ucmatose':
-        'explain says unknown (PT-STALLED), candidates option-mismatch, qp-count-mismatch, '
-        'firewall-blocks-port, server-not-running; expected mtu-mismatch among them',
-    'netdev-down-server/ibv_rc_pingpong':
-        "no rule reads ibv_rc_pingpong's lines here yet (unknown, no candidates)",
     'trixie/netdev-down-server/mpirun-ucx':
         'prterun printed only "Segmentation fault" with h1\'s netdev down: nothing in the log names the network',
-    'netdev-down-server/rping':
-        "no rule reads rping's lines here yet (unknown, no candidates)",
-    'netdev-down-server/ucmatose': UCMATOSE_STALL,
 }
 
 

@@ -1,0 +1,66 @@
+"""views/stackfeatures.py on the rdma-core example programs: where a run that hung stopped, what the other side of
+the paste shows. Pasted text, hand-written from rdma-core's strings (libibverbs/examples/rc_pingpong.c,
+librdmacm/examples/rping.c, cmatose.c)."""
+from __future__ import annotations
+
+from rdmadoctor.logparse import parse_text
+from rdmadoctor.views import features
+
+_LOCAL = "  local address:  LID 0x0000, QPN 0x000014, PSN 0x9d765a, GID ::ffff:192.0.2.2\n"
+_REMOTE = "  remote address: LID 0x0000, QPN 0x000014, PSN 0xc5ed9c, GID ::ffff:192.0.2.1\n"
+
+
+def _runs(text: str):
+    parsed = parse_text(text)
+    return parsed.runs, {"runs": parsed.runs}
+
+
+def test_a_ucmatose_run_that_hangs_is_one_verbs_run_with_its_last_step():
+    runs, ctx = _runs("root@h2:~# ucmatose -s 192.0.2.1 -S 16384\ncmatose: starting client\ncmatose: connecting\n"
+                      "receiving data transfers\n^C\n")
+    assert [(r.producer, r.tool) for r in runs] == [("verbs", "ucmatose")]
+    assert features.feature(runs[0], "cmatose_step", ctx) == "receiving data transfers"
+    assert features.feature(runs[0], "cmatose_stalled_at", ctx) == "data"
+
+
+def test_ucmatose_stalls_at_connect_and_a_finished_run_does_not_stall():
+    runs, ctx = _runs("$ ucmatose -s 192.0.2.1\ncmatose: starting client\ncmatose: connecting\n^C\n")
+    assert features.feature(runs[0], "cmatose_stalled_at", ctx) == "connect"
+    runs, ctx = _runs("$ ucmatose -s 192.0.2.1\ncmatose: starting client\ncmatose: connecting\n"
+                      "receiving data transfers\nsending replies\ndata transfers complete\ntest complete\n"
+                      "return status 0\n")
+    assert features.feature(runs[0], "cmatose_stalled_at", ctx) is None
+
+
+def test_a_pingpong_run_stalls_after_the_exchange_or_before_it():
+    runs, ctx = _runs("$ ibv_rc_pingpong -d rxe0 -g 1 -m 4096 192.0.2.1\n" + _LOCAL + _REMOTE + "^C\n")
+    assert features.feature(runs[0], "pingpong_stalled_at", ctx) == "exchange"
+    assert features.feature(runs[0], "pingpong_mtu_option", ctx) == 4096
+    runs, ctx = _runs("$ ibv_rc_pingpong -d rxe0 -g 1\n" + _LOCAL + "^C\n")
+    assert features.feature(runs[0], "pingpong_stalled_at", ctx) == "connect"
+    assert features.feature(runs[0], "pingpong_mtu_option", ctx) is None
+    runs, ctx = _runs("$ ibv_rc_pingpong -d rxe0 -g 1 192.0.2.1\n" + _LOCAL + _REMOTE
+                      + "8192000 bytes in 0.01 seconds = 6553.60 Mbit/sec\n")
+    assert features.feature(runs[0], "pingpong_stalled_at", ctx) is None
+
+
+def test_the_other_side_shows_the_usable_gid_index_and_the_opened_device():
+    runs, ctx = _runs("--- FILE server.log ---\n$ ibv_rc_pingpong -d rxe0 -g 1\n"
+                      "  local address:  LID 0x0000, QPN 0x000012, PSN 0x1df8f7, GID ::ffff:192.0.2.1\n"
+                      "--- FILE client.log ---\n$ ibv_rc_pingpong -d rxe0 -g 5 192.0.2.1\n"
+                      "  local address:  LID 0x0000, QPN 0x000012, PSN 0x013b0c, GID ::\n")
+    client = next(r for r in runs if r.side == "client")
+    found = features.feature(client, "pingpong_gid_elsewhere", ctx)
+    assert found is not None and found["index"] == 1 and found["gid"] == "::ffff:192.0.2.1"
+    runs, ctx = _runs("$ ibv_rc_pingpong -d rxe0 -g 1\nIB device rxe0 not found\n"
+                      "$ ibv_rc_pingpong -d rxe0 -g 1 192.0.2.1\n" + _LOCAL + "Couldn't connect to 192.0.2.1:18515\n")
+    missing = next(r for r in runs if any(m.id == "VERBS.EX_DEVICE_NOT_FOUND" for m in r.messages))
+    assert features.feature(missing, "device_opened_elsewhere", ctx)["device"] == "rxe0"
+
+
+def test_an_rping_client_stopped_before_any_ping_stalled():
+    runs, ctx = _runs("$ rping -c -a 192.0.2.1 -v -C 10\n^C\n")
+    assert features.feature(runs[0], "rping_stalled", ctx) is True
+    runs, ctx = _runs("$ rping -c -a 192.0.2.1 -v -C 10\nping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
+                      "client DISCONNECT EVENT...\n")
+    assert features.feature(runs[0], "rping_stalled", ctx) is False
