@@ -72,9 +72,14 @@ def _end_before(run: Run, ctx: Dict[str, Any]) -> int:
     return ends[before - 1] if before else 0
 
 
+def _is_pingpong(run: Run) -> bool:
+    return run.command is not None and bool(_PINGPONG.match(run.command.tool or ""))
+
+
 def pingpong_gid_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
-    if run.command is None or not _PINGPONG.match(run.command.tool or ""):
+    if not _is_pingpong(run):
         return None
+    assert run.command is not None
     for option in ("-g", "--gid-idx"):
         value = run.command.options.get(option)
         try:
@@ -121,10 +126,6 @@ def pingpong_gid_family(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
 def run_tool(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     """The program whose command line started the run (rping, ibv_rc_pingpong, rdma, fi_pingpong ...)."""
     return run.command.tool if run.command is not None else run.tool
-
-
-def _is_pingpong(run: Run) -> bool:
-    return run.command is not None and bool(_PINGPONG.match(run.command.tool or ""))
 
 
 def pingpong_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:

@@ -171,7 +171,13 @@ def ucx_gid_index_set(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """A run of the input shows a GID index for UCX (UCX_IB_GID_INDEX, UCX_RC_VERBS_GID_INDEX ...): UCX did not
     choose the GID itself (its default, "auto", picks a RoCE v2 IPv4 GID first: src/uct/ib/base/ib_device.c
     uct_ib_device_select_gid())."""
-    for r in ctx.get("runs") or [run]:
+    if not ctx.get("runs"):
+        return _gid_index_setting([run])
+    return bysource.once_per_input(ctx, "_gid_index_setting", lambda: _gid_index_setting(ctx["runs"]))
+
+
+def _gid_index_setting(runs: List[Run]) -> Optional[Dict[str, Any]]:
+    for r in runs:
         for name, shown in r.settings.items():
             if _GID_INDEX_SETTING.match(name):
                 return {"line": shown.line, "source": r.source, "quote": f"{name}={shown.value}",
