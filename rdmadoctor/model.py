@@ -10,8 +10,10 @@ Everything here is plain data: no behaviour beyond small derived properties and 
 """
 from __future__ import annotations
 
+import sys
+from array import array
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union, overload
 
 SEVERITIES = ("fail", "warn", "info")  # what one finding means for RDMA on these hosts
 SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
@@ -23,8 +25,15 @@ RUNGS = ("input", "device", "driver", "port", "address", "route", "firewall", "l
          "exchange", "resources", "transport", "performance")
 RUNG_STATES = ("passed", "failed", "warning", "skipped", "not-inspected")
 
+# A log of thousands of runs makes hundreds of thousands of these: without an instance dict each (Python 3.10+)
+# they take about half the memory.
+if TYPE_CHECKING:
+    from dataclasses import dataclass as _small
+else:
+    _small = dataclass(slots=True) if sys.version_info >= (3, 10) else dataclass
 
-@dataclass
+
+@_small
 class Evidence:
     """One quoted line of a log, or one fact, that a finding rests on."""
     source: str                      # file name, "<stdin>", "facts:devices", "probe"
@@ -35,7 +44,7 @@ class Evidence:
     value: Any = None                # for a fact: its value, as a JSON value (number, string, bool, list, null)
 
 
-@dataclass
+@_small
 class Message:
     """A perftest / libibverbs / librdmacm message recognised in a log (see logparse.catalog)."""
     id: str                          # catalogue id, e.g. "X06" (docs/perftest-messages.md), "NCCL.IB_WC_ERROR"
@@ -46,7 +55,7 @@ class Message:
     fields: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@_small
 class Command:
     """A perftest command line found in the paste (usually after a shell prompt)."""
     tool: str                        # ib_write_bw, ib_send_lat, ...
@@ -57,13 +66,13 @@ class Command:
     text: str
 
 
-@dataclass
+@_small
 class HeaderField:
     value: str
     line: int
 
 
-@dataclass
+@_small
 class Address:
     """A `local address:` / `remote address:` line (with its GID line when printed)."""
     role: str                        # "local" | "remote"
@@ -78,7 +87,7 @@ class Address:
     gid_line: Optional[int] = None
 
 
-@dataclass
+@_small
 class ResultRow:
     line: int
     kind: str                        # "bw" | "lat" | "lat_dur"
@@ -88,7 +97,7 @@ class ResultRow:
     unit: Optional[str] = None       # "MB/sec" | "MiB/sec" | "Gb/sec" | "usec" | "cycles"
 
 
-@dataclass
+@_small
 class Run:
     """One run of an RDMA tool as it appears in the input: one side of a perftest or ping-pong test, one process
     (or job) of NCCL, UCX, Open MPI or libfabric, a device listing, a kernel log."""
@@ -123,11 +132,73 @@ class Run:
         return asdict(self)
 
 
+class KeptLines(Sequence[str]):
+    """Lines held as one UTF-8 buffer and where each ends: a str object per line costs about 50 bytes beyond its text,
+    and a log of thousands of files keeps tens of thousands of lines. Reads as a list of str (of lines without a
+    newline, as the reader splits them)."""
+    __slots__ = ("_data", "_ends")
+
+    def __init__(self, lines: Iterable[str] = ()):
+        self._data = bytearray()
+        self._ends = array("Q")
+        self.extend(lines)
+
+    def extend(self, lines: Iterable[str]) -> None:
+        lines = list(lines)
+        if not lines:
+            return
+        text = "\n".join(lines)
+        sizes = map(len, lines) if text.isascii() else (len(line.encode("utf-8", "surrogatepass")) for line in lines)
+        start = len(self._data) + 1 if self._ends else 0
+        if self._ends:
+            self._data += b"\n"
+        self._data += text.encode("utf-8", "surrogatepass")
+        self._ends.extend(_ends(start, sizes))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[str]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[str, List[str]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("line index out of range")
+        start = self._ends[index - 1] + 1 if index else 0
+        return self._data[start:self._ends[index]].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        if self._ends:
+            yield from self._data.decode("utf-8", "surrogatepass").split("\n")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"KeptLines({list(self)!r})"
+
+
+def _ends(start: int, sizes: Iterable[int]) -> Iterator[int]:
+    """Where each line ends in the buffer, the first beginning at `start` and each after a newline."""
+    end = start
+    for size in sizes:
+        end += size
+        yield end
+        end += 1
+
+
 @dataclass
 class SourceText:
     """The lines of one input kept for evidence excerpts and the HTML report's raw log."""
     name: str
-    lines: List[str]                 # index 0 is line 1
+    lines: Sequence[str]             # index 0 is line 1 (KeptLines when read from a log)
     total_lines: int
     truncated: bool = False          # lines beyond the kept maximum were not stored
     bytes_read: int = 0
@@ -145,7 +216,7 @@ class ParsedLog:
     facts: Optional[Dict[str, Any]] = None
 
 
-@dataclass
+@_small
 class Finding:
     rule: str
     cause: str                       # slug from docs/causes.md
@@ -198,6 +269,21 @@ class Verdict:
         return asdict(self)
 
 
+@_small
+class Comparison:
+    """One parameter of a server / client pair, side by side (the report's "Server vs client" table)."""
+    pair: str                        # "server.log#0 / client.log#0"
+    parameter: str                   # views/params.py's name
+    label: str
+    server: Optional[str]
+    server_source: Optional[str]     # where the value was read: "command", "header", ...
+    client: Optional[str]
+    client_source: Optional[str]
+    must_match: bool                 # the two sides must agree for the test to work
+    differs: bool                    # they disagree where they must agree
+    different: bool                  # they disagree
+
+
 @dataclass
 class Diagnosis:
     """What every command hands to the renderers."""
@@ -208,7 +294,7 @@ class Diagnosis:
     sources: List[SourceText] = field(default_factory=list)
     facts: Optional[Dict[str, Any]] = None
     rungs: List[Rung] = field(default_factory=list)
-    comparisons: List[Dict[str, Any]] = field(default_factory=list)   # server vs client parameters
+    comparisons: List[Comparison] = field(default_factory=list)       # server vs client parameters
     notes: List[str] = field(default_factory=list)                    # e.g. what could not be read
     link_rate_gbps: Optional[float] = None                           # what results were judged against
     bench: Optional[Dict[str, Any]] = None                           # bench's sweep (rdmadoctor-bench/1)

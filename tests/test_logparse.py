@@ -350,6 +350,69 @@ def test_every_fixture_parses_the_same_with_the_prefilter(hyperscan_prefilter, m
 
 
 
+def test_lines_beyond_ascii_parse_as_every_line_read(hyperscan_prefilter, monkeypatch):
+    """The database reads bytes: a line with other characters (curly quotes, a Chinese prompt, Latin-1 read as
+    UTF-8) is named for every pattern, so what the classifier finds in it is what it finds reading every line."""
+    from rdmadoctor.logparse import prefilter
+    extra = ("libibverbs: Warning: couldn\u2019t load driver \u2018libmlx4-rdmav34.so\u2019: No such file\n"
+             "\u9519\u8bef\uff1aethernet_read_keys: Couldn't read remote address\n"
+             "K\u00e4se \u00e9t\u00e9 65536 5000 1.0 1.0 0.1\n"
+             "NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE \u2014 \u00b5s\n")
+    text = (SEED / "client.log").read_text() + extra
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = parse_text(text)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    scanned = parse_text(text)
+
+    def shape(parsed):
+        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line, m.fields) for m in r.messages])
+                for r in parsed.runs]
+    assert shape(scanned) == shape(every_line)
+    data = extra.encode()
+    named = [end for end, pattern in hyperscan_prefilter.matches(data) if pattern == prefilter.ANY]
+    assert named == [i + 1 for i, byte in enumerate(data) if byte == 10]
+
+
+def _bw_table_header() -> str:
+    """A recorded ib_write_bw client's output up to its table's titles."""
+    text = (FIXTURES / "lab" / "bookworm" / "healthy-write-bw" / "client.log").read_text()
+    return text[:text.index("\n", text.index("#bytes")) + 1]
+
+
+def test_perftest_rows_between_matched_lines_are_read_in_bulk(hyperscan_prefilter, monkeypatch):
+    """A row of perftest's open table has the shape of an MPI benchmark's row, so the prefilter names it; it is still
+    perftest's row and is read with the stretch of rows around it, not line by line (a dense soak log read line by
+    line runs at half the speed)."""
+    from rdmadoctor.logparse import _Source, prefilter
+    rows = "".join(f" 65536      5000     {9000 + i}.12     {8900 + i}.34     0.1{i % 10}\n" for i in range(400))
+    text = _bw_table_header() + rows
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    calls = []
+    line = _Source.line
+    monkeypatch.setattr(_Source, "line", lambda self, *a: calls.append(a[0]) or line(self, *a))
+    runs = parse_text(text).runs
+    assert sum(r.row_summary["rows"] for r in runs if r.row_summary) >= 400
+    assert len(calls) < 100
+
+
+@pytest.mark.parametrize("inside", ["", "  0.00s  1.2  3.4  5.6\n", "kernel: [ 1.0] mlx5 0.00s a b c\n",
+                                    "     1024   1000   1.51   700.54\n", "\n#---\n"])
+def test_rows_and_row_shaped_lines_inside_a_table_parse_as_every_line_read(inside, hyperscan_prefilter, monkeypatch):
+    """Lines with another producer's row shape inside perftest's open table are left to the stretch of rows; what
+    is not perftest's row in that stretch is read line by line, as when every line is read."""
+    from rdmadoctor.logparse import prefilter
+    rows = " 65536      5000     9000.12     8900.34     0.14\n" * 20
+    text = "$ mpirun -np 2 ./IMB-MPI1 PingPong\n" + _bw_table_header() + rows + inside + rows
+
+    def shape(parsed):
+        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
+                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = shape(parse_text(text))
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    assert shape(parse_text(text)) == every_line
+
+
 IMB_PINGPONG = ("#---------------------------------------------------\n"
                 "# Benchmarking PingPong\n"
                 "#---------------------------------------------------\n"

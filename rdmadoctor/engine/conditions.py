@@ -151,9 +151,10 @@ def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[
         seq = 0
         for run in runs:
             for m in run.messages:
-                by_key.setdefault(m.id, []).append((seq, m))
-                by_key.setdefault(("*", m.kind), []).append((seq, m))
-                by_key.setdefault("*", []).append((seq, m))
+                entry = (seq, m)            # one tuple in the three lists (an input may hold 100,000 messages)
+                by_key.setdefault(m.id, []).append(entry)
+                by_key.setdefault(("*", m.kind), []).append(entry)
+                by_key.setdefault("*", []).append(entry)
                 seq += 1
         cached = (runs, len(runs), by_key)
         scope.ctx["_messages_by_id"] = cached

@@ -10,7 +10,7 @@ from rdmadoctor.views import params
 from rdmadoctor.engine import evaluate, ladder, rules as rule_table
 from rdmadoctor.engine.verdict import pick as pick_verdict
 from rdmadoctor.engine.rules import LOG_SCOPES, Table
-from rdmadoctor.model import Diagnosis, ParsedLog, Run, Verdict
+from rdmadoctor.model import Comparison, Diagnosis, ParsedLog, Run, Verdict
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GgMmTt]?)(?:b(?:it)?(?:/s|ps)?)?\s*$")
 
@@ -27,22 +27,21 @@ def parse_rate(text: str) -> float:
     return gbps
 
 
-def comparisons(runs: Sequence[Run]) -> List[Dict[str, Any]]:
+def comparisons(runs: Sequence[Run]) -> List[Comparison]:
     """Server vs client, parameter by parameter, for the report's side-by-side table."""
     rows = []
     for server, client in evaluate.pairs(runs):
+        pair = f"{server.source}#{server.index} / {client.source}#{client.index}"
         for name in params.COMPARED:
             a, b = params.read(server, name), params.read(client, name)
             if a is None and b is None:
                 continue
             differs = bool(params.differences(server, client, [name]))
             must_match = params.must_match(name)
-            rows.append({"pair": f"{server.source}#{server.index} / {client.source}#{client.index}",
-                         "parameter": name, "label": params.label(name),
-                         "server": None if a is None else str(a.value), "server_source": a.source if a else None,
-                         "client": None if b is None else str(b.value), "client_source": b.source if b else None,
-                         "must_match": must_match, "differs": differs and must_match,
-                         "different": differs})
+            rows.append(Comparison(pair=pair, parameter=name, label=params.label(name),
+                                   server=None if a is None else str(a.value), server_source=a.source if a else None,
+                                   client=None if b is None else str(b.value), client_source=b.source if b else None,
+                                   must_match=must_match, differs=differs and must_match, different=differs))
     return rows
 
 

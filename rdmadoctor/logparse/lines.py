@@ -219,10 +219,11 @@ class LineClassifier:
     """Classifies lines; results are cached because perftest logs repeat the same lines a lot, and so is how a line of
     each shape (its digits aside) was read."""
 
-    CACHE_LIMIT = 20000     # lines (with what they hold: a few hundred bytes to a few kB each)
+    CACHE_LIMIT = 4096     # lines (with what they hold: a few hundred bytes to a few kB each)
 
     def __init__(self):
         self.catalog = catalog.load()
+        self._index = {id(p): i for i, p in enumerate(self.catalog.patterns)}
         self._cache: Dict[str, Tuple[Item, ...]] = {}
         self._shapes: Dict[str, tuple] = {}
         self._digit_words = _DIGIT_WORDS | {w.translate(_SHAPE) for w in self.catalog.keywords if _has_digit(w)}
@@ -244,7 +245,7 @@ class LineClassifier:
         plan = self._shapes.get(shape)
         if plan is None:
             items = self._read(line, stripped, allowed, shape)
-        elif plan is _UNSAFE or any(p.regex.search(line) for p in plan[-1]):
+        elif plan is _UNSAFE or any(p.regex.search(line) for i, p in plan[-1] if allowed is None or i in allowed):
             items = self._read(line, stripped, allowed, None)
         else:
             items = self._replay(line, plan)
@@ -283,8 +284,10 @@ class LineClassifier:
         are kept as their spans; the other pieces are read again, unless the line is only messages and plain text."""
         if not _anchors_blind() or any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
             return _UNSAFE
-        recheck = tuple(p for p in self.catalog.candidates(words) if not p.digit_blind)
-        if any(m.pattern is p for m in matches for p in recheck):
+        # (index, pattern): the prefilter names a line's possible patterns by index, and one it rules out for a line
+        # need not be searched in it
+        recheck = tuple((self._index[id(p)], p) for p in self.catalog.candidates(words) if not p.digit_blind)
+        if any(m.pattern is p for m in matches for _, p in recheck):
             return _UNSAFE
         spans = tuple(_spans(line, m) for m in matches)
         if any(s is None for s in spans):

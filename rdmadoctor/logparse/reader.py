@@ -14,7 +14,7 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import BinaryIO, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from rdmadoctor.model import SourceText
+from rdmadoctor.model import KeptLines, SourceText
 
 BLOCK = 1 << 20                 # bytes read at a time
 MAX_LINE = 16384                # a longer line is read in windows (logparse.scan)
@@ -96,7 +96,8 @@ class SourceReader:
     def __init__(self, name: str, stream: BinaryIO, budget: Optional[KeepBudget] = None):
         self.name = name
         self.stream = stream
-        self.text = SourceText(name=name, lines=[], total_lines=0)
+        self._kept = KeptLines()
+        self.text = SourceText(name=name, lines=self._kept, total_lines=0)
         self.budget = budget if budget is not None else KeepBudget()
         self._kept_chars = 0
         self._keeping = True
@@ -192,7 +193,7 @@ class SourceReader:
         return Piece(number, data.decode("utf-8", "replace"), last)
 
     def _keep(self, lines: List[bytes], first: int) -> None:
-        kept = self.text.lines
+        kept = self._kept
         room = KEEP_LINES - len(kept)
         batch = lines[:room]
         if max(map(len, batch), default=0) > MAX_LINE:

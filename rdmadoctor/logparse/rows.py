@@ -15,7 +15,7 @@ from rdmadoctor.logparse import catalog
 ROW_IDS = ("LIBFABRIC.FT_RESULT", "OMPI.BENCH_ROW")
 # fabtests: the time column ("0.00s") followed by three numbers ends every such row; an MPI benchmark (IMB, OSU):
 # a size, maybe a repetition count, then one to four decimal numbers
-_SHAPE = re.compile(r"\d\.\d\ds\s+\S+\s+\S+\s+\S+\s*$|^\s*\d+\s+(?:\d+\s+)?\d+\.\d+(?:\s+\d+\.\d+){0,3}\s*$")
+SHAPE = re.compile(r"\d\.\d\ds\s+\S+\s+\S+\s+\S+\s*$|^\s*\d+\s+(?:\d+\s+)?\d+\.\d+(?:\s+\d+\.\d+){0,3}\s*$")
 # rows printed by the program a producer started (an MPI benchmark under mpirun), not in the producer's own words:
 # they count only inside a run of that producer the paste already opened
 INSIDE_A_RUN = frozenset({"OMPI.BENCH_ROW"})
@@ -27,7 +27,7 @@ def _patterns() -> List[catalog.Pattern]:
 
 
 def result_row(line: str) -> Optional[catalog.Match]:
-    if not _SHAPE.search(line):
+    if not SHAPE.search(line):
         return None
     for pattern in _patterns():
         m = pattern.regex.search(line)

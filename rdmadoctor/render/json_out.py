@@ -209,6 +209,7 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
     findings, more_findings = _convert(diagnosis.findings, lambda f: _with_context(f, by_name))
     rungs, more_rungs = _convert(diagnosis.rungs, lambda r: _with_context(r, by_name))
     runs, more_runs = _convert(diagnosis.runs, asdict)
+    comparisons, more_comparisons = _convert(diagnosis.comparisons, asdict)
     doc = {
         "schema": SCHEMA,
         "command": diagnosis.command,
@@ -217,7 +218,7 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
         "verdict": asdict(diagnosis.verdict),
         "findings": findings,
         "rungs": rungs,
-        "comparisons": diagnosis.comparisons,
+        "comparisons": comparisons,
         "runs": runs,
         "inputs": [{"name": s.name, "lines": s.total_lines, "bytes": s.bytes_read, "decode_errors": s.decode_errors,
                     "flattened_lines": s.flattened, "truncated": s.truncated, "excerpt": excerpt}
@@ -228,7 +229,8 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
         "notes": diagnosis.notes,
     }
     quoted = {(e.source, e.line) for f in more_findings for e in f.evidence}      # a run they quote is kept whole
-    _fit(doc, {"findings": more_findings, "rungs": more_rungs, "runs": more_runs}, quoted)
+    _fit(doc, {"findings": more_findings, "rungs": more_rungs, "runs": more_runs, "comparisons": more_comparisons},
+         quoted)
     return doc
 
 

@@ -8,7 +8,7 @@ ctx holds another one.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from rdmadoctor.model import Run, SourceText
 
@@ -31,7 +31,7 @@ def sources_named(ctx: Dict[str, Any], name: str) -> List[SourceText]:
     return _index(ctx, "_sources_by_name", ctx.get("sources", []), "name").get(name, [])
 
 
-def source_lines(run: Run, ctx: Dict[str, Any]) -> List[str]:
+def source_lines(run: Run, ctx: Dict[str, Any]) -> Sequence[str]:
     """The kept lines of the first source named as the run's (empty when the input has none)."""
     found = sources_named(ctx, run.source)
     return found[0].lines if found else []

@@ -194,7 +194,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
         "versions": _data(facts, "versions"),
         "peer": None,
     }
-    for v in firewall.get("verdicts") or []:
+    for v in (v for v in firewall.get("verdicts") or [] if isinstance(v, dict)):
         key = f"{v.get('proto')}/{v.get('port')}"
         view["firewall"][key] = v
         if v.get("verdict") == "drop":
@@ -202,7 +202,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
             chain = _CHAIN.search(str(v.get("rule") or ""))
             view["firewall_blocks"].append({**v, "label": key, "matters": matters,
                                             "chain": chain.group(1) if chain else None})
-    for d in pci.get("devices") or []:
+    # the schema cannot type these lists' items (no recorded host had a PCI device): a peer may send anything
+    for d in (d for d in pci.get("devices") or [] if isinstance(d, dict)):
         cur_gen, max_gen = _pci_generation(d.get("current_link_speed")), _pci_generation(d.get("max_link_speed"))
         cur_w, max_w = _width(d.get("current_link_width")), _width(d.get("max_link_width"))
         view["pci"].append({**d, "label": f"{d.get('device')} ({d.get('bdf')})",

@@ -27,7 +27,7 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,7 +70,7 @@ def _of_source(compute: Callable[[Run, Dict[str, Any]], Optional[Dict[str, Any]]
     return feature
 
 
-def _of_lines(compute: Callable[[List[str]], Optional[Dict[str, Any]]]):
+def _of_lines(compute: Callable[[Sequence[str]], Optional[Dict[str, Any]]]):
     """A feature that reads only the pasted lines of the run's source: scanned once per source."""
     @functools.wraps(compute)
     def feature(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -347,7 +347,7 @@ _GRANTS_LOCK = re.compile(r"--privileged\b|--cap-add[= ](?:CAP_)?(?:IPC_LOCK|ALL
 
 
 @_of_lines
-def container_without_ipc_lock(lines: List[str]) -> Optional[Dict[str, Any]]:
+def container_without_ipc_lock(lines: Sequence[str]) -> Optional[Dict[str, Any]]:
     """A container launch line that gives the container no way to lock memory beyond the default limit."""
     for number, line in enumerate(lines, 1):
         m = _CONTAINER_RUN.search(line)
@@ -361,7 +361,7 @@ _ULIMIT_L = re.compile(r"^\s*(?:\S*[$#]\s*)?ulimit\s+-(?:S|H)?l\s*$")
 
 
 @_of_lines
-def pasted_memlock_limit(lines: List[str]) -> Optional[Dict[str, Any]]:
+def pasted_memlock_limit(lines: Sequence[str]) -> Optional[Dict[str, Any]]:
     """The locked-memory limit as `ulimit -a` (or `ulimit -l` followed by its answer) shows it, when finite."""
     for number, line in enumerate(lines, 1):
         m = _ULIMIT_A.search(line)
