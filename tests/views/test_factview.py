@@ -90,3 +90,15 @@ def test_link_rate_is_the_one_rate_of_the_active_hardware_ports():
     assert factview.link_rate_gbps(factview.build(down)) == 100.0
     assert factview.link_rate_gbps(factview.build(facts(driver="rxe"))) is None   # Soft-RoCE's rate is nominal
     assert factview.link_rate_gbps(None) is None
+
+
+def test_list_items_the_schema_cannot_type_are_skipped_not_read():
+    """A peer's facts pass the schema with anything as a PCI device or a firewall verdict (no recorded host had
+    one, so the schema leaves their items untyped); the view keeps the entries it can read."""
+    f = facts()
+    f["sections"]["pci"] = section({"devices": [None, "x", {"device": "mlx5_0", "bdf": "0000:3b:00.0",
+                                                             "current_link_width": "x8", "max_link_width": "x16"}]})
+    f["sections"]["firewall"] = section({"verdicts": [None, 7, {"proto": "udp", "port": 4791, "verdict": "drop"}]})
+    view = factview.build(f)
+    assert [d["label"] for d in view["pci"]] == ["mlx5_0 (0000:3b:00.0)"] and view["pci"][0]["degraded"]
+    assert list(view["firewall"]) == ["udp/4791"] and view["firewall_blocks"][0]["label"] == "udp/4791"
