@@ -237,7 +237,8 @@ def hyperscan_prefilter():
     from rdmadoctor.logparse import prefilter
     sources = prefilter._sources()
     flags = sum(getattr(hs, name) for name in prefilter._FLAGS)
-    database = prefilter._database(hs, [prefilter._expression(s) for s, _ in sources], flags)
+    ids = prefilter._compiled_ids(sources)
+    database = prefilter._database(hs, [prefilter._expression(sources[i][0]) for i in ids], flags, ids)
     return prefilter.Prefilter(hs, database, [s for s, _ in sources]) if database is not None else None
 
 

@@ -113,14 +113,11 @@ class _Source:
         self._end_long()
         pos = 0
         assert self.pre is not None
-        row_ids, builder = self.pre.row_ids, self.builder
+        # other producers' row patterns are not in the database (their lines are found in the gaps), so a named line
+        # may hold one too
+        row_ids = self.pre.row_ids
         for end, found in groupby(self.pre.matches(data), key=itemgetter(0)):
             ids = {pattern for _, pattern in found}
-            if ids <= row_ids and builder.current is not None and builder.result_kind is not None:
-                # only another producer's row shape, inside perftest's open table: line() reads it as perftest's row
-                # (rows of other producers count only where no perftest run is open), so it stays in the gap, whose
-                # rows are read in bulk
-                continue
             found_start = data.rfind(b"\n", pos, end - 1)
             start = found_start + 1 if found_start >= 0 else pos
             if start > pos:
@@ -128,27 +125,30 @@ class _Source:
                 number += data.count(b"\n", pos, start)
             line = data[start:end - 1].decode("utf-8", "replace")
             if line:
-                self.line(number, line, None if prefilter.ANY in ids else ids)
+                self.line(number, line, None if prefilter.ANY in ids else ids | row_ids)
             number += 1
             pos = end
         if pos < len(data):
             self._gap(number, data[pos:])
 
     def _gap(self, number: int, chunk: bytes) -> None:
-        """Lines no pattern matches: result rows when a table is open (or when another producer is talking, for
-        a row makes perftest the one talking), otherwise nothing."""
+        """Lines no pattern in the database matches: result rows when a table is open (or when another producer is
+        talking, for a row makes perftest the one talking), and rows of another producer's table (rows.SHAPE),
+        otherwise nothing."""
         builder = self.builder
+        rows_only = False
         if builder.current is not None and builder.result_kind is not None:
             if builder.bulk_rows(number, chunk):
                 self.active = "perftest"
                 return
         elif self.active == "perftest":
-            return
+            rows_only = True
         for line in chunk.decode("utf-8", "replace").split("\n")[:-1]:
             stripped = line.strip()
-            # a row, or a bandwidth row cut after its first two numbers (the run was stopped mid-line)
-            if (stripped[:1].isdigit() and (NUMBERS_RE.match(stripped) or CUT_ROW_RE.match(stripped))) \
-                    or rows.SHAPE.search(line):
+            # another producer's row; a row, or a bandwidth row cut after its first two numbers (the run was stopped
+            # mid-line)
+            if rows.SHAPE.search(line) or (not rows_only and stripped[:1].isdigit()
+                                           and (NUMBERS_RE.match(stripped) or CUT_ROW_RE.match(stripped))):
                 self.line(number, line)
             number += 1
 

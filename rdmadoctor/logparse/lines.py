@@ -220,6 +220,7 @@ class LineClassifier:
     each shape (its digits aside) was read."""
 
     CACHE_LIMIT = 4096     # lines (with what they hold: a few hundred bytes to a few kB each)
+    SHAPES_LIMIT = 20000   # shapes (how each reads: a few spans, a hundred bytes or so each)
 
     def __init__(self):
         self.catalog = catalog.load()
@@ -272,7 +273,7 @@ class LineClassifier:
             matches = self.catalog.find(line, words, allowed)
             items = tuple(self._classify(line, words, matches))
             structural = True
-        if shape is not None and len(self._shapes) < self.CACHE_LIMIT:
+        if shape is not None and len(self._shapes) < self.SHAPES_LIMIT:
             self._shapes[shape] = self._plan(line, words, matches, items, structural)
         return items
 

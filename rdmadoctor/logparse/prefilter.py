@@ -3,7 +3,8 @@
 A line matters when something the parser reads can match in it: a message of any catalogue
 (knowledge/messages/*.toml and perftest's strings), a piece of perftest's structure (header fields, addresses,
 GIDs, result tables, banners, test names, command lines, side labels) or another producer's command line or
-setting (`VAR=value`, `--mca`). Result rows are read in bulk by the run builder and need no pattern here.
+setting (`VAR=value`, `--mca`). Result rows, perftest's and other producers' (fabtests, IMB, OSU), need no
+pattern here: the lines between named ones are read in bulk, or searched for rows (logparse._Source._gap).
 
 With the optional `hyperscan` package the patterns are compiled into one database (patterns it cannot take
 exactly are approximated from above, HS_FLAG_PREFILTER, so a line is never missed) that scans a block at
@@ -48,8 +49,6 @@ def _sources() -> List[Tuple[str, Optional[str]]]:
     """(pattern, a literal every line it matches holds, or None): the literal stands in for a pattern hyperscan
     cannot take (a catalogue pattern only ever meets the lines that hold its keyword: catalog.Catalog.candidates)."""
     from rdmadoctor.logparse import catalog, lines, producers
-    # other producers' result rows (rows.ROW_IDS) are catalogue patterns: a line rows.result_row() reads is named
-    # by its pattern (rows.SHAPE, the gate before them, adds nothing and would name every perftest row again)
     out: List[Tuple[str, Optional[str]]] = [(p.source, p.keyword or None) for p in catalog.load().patterns]
     out += [(s, None) for s in (lines.ANCHOR_RE.pattern, lines.HEADER_RE.pattern, lines.BANNER_RE.pattern,
                                 lines.ADDRESS_RE.pattern, lines.GID_RE.pattern, lines.RESULT_HEADER_RE.pattern,
@@ -214,25 +213,39 @@ def _expression(source: str) -> bytes:
     return b"(?:" + for_hyperscan(source).encode("utf-8") + b")[^\\n]*\\n"
 
 
+def _compiled_ids(sources: List[Tuple[str, Optional[str]]]) -> List[int]:
+    """The patterns the database holds: all but other producers' result rows (rows.ROW_IDS). A row has no word to
+    key on, and perftest's own rows have their shape: named by the database, each row of a soak log would reach
+    Python, where the gaps between named lines are read in bulk and search each row-like line for them
+    (logparse._Source._gap)."""
+    from rdmadoctor.logparse import rows
+    row_sources = {p.source for p in rows._patterns()}
+    return [i for i, (source, _) in enumerate(sources) if source not in row_sources]
+
+
 def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
-    """One database of every pattern. A pattern hyperscan cannot take, even approximated, is replaced by its literal
-    (a line that holds it reaches the parser), or without one by every line; None when not even that compiles."""
+    """One database of the patterns (_compiled_ids). A pattern hyperscan cannot take, even approximated, is replaced
+    by its literal (a line that holds it reaches the parser), or without one by every line; None when not even that
+    compiles."""
     flags = sum(getattr(hs, name) for name in _FLAGS)
-    expressions = [_expression(source) for source, _ in sources]
-    database = _database(hs, expressions, flags)
+    ids = _compiled_ids(sources)
+    expressions = [_expression(sources[i][0]) for i in ids]
+    database = _database(hs, expressions, flags, ids)
     if database is not None:
         return database
-    for i in _rejected(hs, expressions, flags):
-        literal = sources[i][1]
-        expressions[i] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
-    return _database(hs, expressions, flags)
+    for j in _rejected(hs, expressions, flags):
+        literal = sources[ids[j]][1]
+        expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
+    return _database(hs, expressions, flags, ids)
 
 
-def _database(hs, expressions: List[bytes], flags: int):
-    """Each expression reports its index (at most once for a line: each ends at the line's newline)."""
+def _database(hs, expressions: List[bytes], flags: int, ids: Optional[List[int]] = None):
+    """Each expression reports its id, by default its index (at most once for a line: each ends at the line's
+    newline)."""
     database = hs.Database(mode=hs.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[flags] * len(expressions))
+        database.compile(expressions=expressions, ids=ids if ids is not None else list(range(len(expressions))),
+                         flags=[flags] * len(expressions))
         return database
     except Exception:       # noqa: BLE001 - hyperscan.error, or a resource limit
         return None
