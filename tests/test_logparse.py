@@ -374,6 +374,40 @@ def test_lines_beyond_ascii_parse_as_every_line_read(hyperscan_prefilter, monkey
     assert named == [i + 1 for i, byte in enumerate(data) if byte == 10]
 
 
+IMB_PINGPONG = ("#---------------------------------------------------\n"
+                "# Benchmarking PingPong\n"
+                "#---------------------------------------------------\n"
+                "       #bytes #repetitions      t[usec]   Mbytes/sec\n"
+                "            0         1000         0.85         0.00\n"
+                "        65536          640        11.51      5693.54\n")
+
+FI_ROWS = ("bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec\n"
+           "1k      100     =100     200k        0.92s      0.22    4622.23       0.00\n"
+           "4k      100     =100     800k        0.93s      0.88    4651.10       0.00\n")
+
+
+@pytest.mark.parametrize("after", [
+    FI_ROWS,
+    FI_ROWS.split("\n", 1)[1] + " 65536  5000  1.0  1.0  0.1\nkernel: noise 1.00s a b c\n",
+    "kernel: noise\n" + IMB_PINGPONG.split("\n", 4)[4] + "$ mpirun -np 2 ./IMB-MPI1 PingPong\n" + IMB_PINGPONG,
+    "7.25s  one two three\n  12  3.5\n" * 3,
+])
+def test_rows_after_a_failed_perftest_run_parse_as_every_line_read(after, hyperscan_prefilter, monkeypatch):
+    """After perftest has spoken with no table open, only another producer's row can matter among the lines the
+    main database does not name; such a row may make its producer the one talking, and the lines after it are read
+    as that producer's, as when every line is read."""
+    from rdmadoctor.logparse import prefilter
+    text = (SEED / "client.log").read_text() + after
+
+    def shape(parsed):
+        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
+                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = shape(parse_text(text))
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    assert shape(parse_text(text)) == every_line
+
+
 def _bw_table_header() -> str:
     """A recorded ib_write_bw client's output up to its table's titles."""
     text = (FIXTURES / "lab" / "bookworm" / "healthy-write-bw" / "client.log").read_text()
@@ -414,12 +448,6 @@ def test_rows_and_row_shaped_lines_inside_a_table_parse_as_every_line_read(insid
     assert shape(parse_text(text)) == every_line
 
 
-IMB_PINGPONG = ("#---------------------------------------------------\n"
-                "# Benchmarking PingPong\n"
-                "#---------------------------------------------------\n"
-                "       #bytes #repetitions      t[usec]   Mbytes/sec\n"
-                "            0         1000         0.85         0.00\n"
-                "        65536          640        11.51      5693.54\n")
 
 
 @pytest.mark.parametrize("scanned", [False, True])

@@ -132,25 +132,50 @@ class _Source:
             self._gap(number, data[pos:])
 
     def _gap(self, number: int, chunk: bytes) -> None:
-        """Lines no pattern in the database matches: result rows when a table is open (or when another producer is
-        talking, for a row makes perftest the one talking), and rows of another producer's table (rows.SHAPE),
+        """Lines no pattern of the main database matches: result rows when a table is open (or when another producer
+        is talking, for a row makes perftest the one talking), and rows of another producer's table (rows.SHAPE),
         otherwise nothing."""
         builder = self.builder
-        rows_only = False
-        if builder.current is not None and builder.result_kind is not None:
-            if builder.bulk_rows(number, chunk):
-                self.active = "perftest"
-                return
-        elif self.active == "perftest":
-            rows_only = True
-        for line in chunk.decode("utf-8", "replace").split("\n")[:-1]:
-            stripped = line.strip()
-            # another producer's row; a row, or a bandwidth row cut after its first two numbers (the run was stopped
-            # mid-line)
-            if rows.SHAPE.search(line) or (not rows_only and stripped[:1].isdigit()
-                                           and (NUMBERS_RE.match(stripped) or CUT_ROW_RE.match(stripped))):
-                self.line(number, line)
+        table_open = builder.current is not None and builder.result_kind is not None
+        if table_open and builder.bulk_rows(number, chunk):
+            self.active = "perftest"
+            return
+        assert self.pre is not None
+        ends = self.pre.row_lines(chunk)
+        if table_open or self.active != "perftest" or ends is None:
+            self._rows_among(number, chunk, ends)
+            return
+        # perftest is talking and no table is open: only another producer's row can matter, read as if the database
+        # had named it (the lines after it are a gap of their own, for the row may make that producer the one talking)
+        pos = 0
+        for end in ends:
+            line = chunk[pos:end].rsplit(b"\n", 2)[-2].decode("utf-8", "replace")
+            if not rows.SHAPE.search(line):
+                continue
+            number += chunk.count(b"\n", pos, end) - 1
+            self.line(number, line)
             number += 1
+            pos = end
+            if self.active != "perftest" or (builder.current is not None and builder.result_kind is not None):
+                self._gap(number, chunk[pos:])
+                return
+
+    def _rows_among(self, number: int, chunk: bytes, ends: Optional[List[int]]) -> None:
+        """Each line that can be a row read through the classifier: perftest's (or one cut after its first two
+        numbers, the run stopped mid-line), or another producer's where `ends` (the ends of the lines where one can
+        be; None: anywhere) says it can."""
+        candidates = None
+        if ends is not None:
+            candidates, last, index = set(), 0, -1
+            for end in ends:
+                index += chunk.count(b"\n", last, end)
+                candidates.add(index)
+                last = end
+        for i, line in enumerate(chunk.decode("utf-8", "replace").split("\n")[:-1]):
+            stripped = line.strip()
+            if (stripped[:1].isdigit() and (NUMBERS_RE.match(stripped) or CUT_ROW_RE.match(stripped))) or \
+                    ((candidates is None or i in candidates) and rows.SHAPE.search(line)):
+                self.line(number + i, line)
 
     # -- a line longer than reader.MAX_LINE: windows -----------------------------------------------------------
     def _piece(self, piece: Piece) -> None:

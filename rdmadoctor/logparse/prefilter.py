@@ -130,14 +130,30 @@ class Prefilter:
         self._db = database
         self._scratch = hs.Scratch(database)
         self.sources = sources
+        # other producers' result rows, in a database of their own (two patterns: built in milliseconds, so not
+        # cached), scanned only over the lines the main database does not name; None: every line there is a candidate
+        self._rows_db = _database(hs, [_expression(s) for s in _row_sources()], sum(getattr(hs, n) for n in _FLAGS))
+        self._rows_scratch = hs.Scratch(self._rows_db) if self._rows_db is not None else None
         from rdmadoctor.logparse import producers
         # a line where none of these can match shows no setting, and no other producer's command line
         self.setting_ids = frozenset(i for i, s in enumerate(sources)
                                      if s in (producers._SETTING_RE.pattern, producers._MCA_RE.pattern))
         self.tool_ids = frozenset(i for i, s in enumerate(sources) if s == producers._TOOL_RE.pattern)
-        from rdmadoctor.logparse import rows
-        # a line where none of these can match holds no result row of another producer's table
-        self.row_ids = frozenset(i for i, s in enumerate(sources) if s in {p.source for p in rows._patterns()})
+        # the catalogue's indexes of other producers' row patterns (not in the database: see row_lines)
+        row_sources = set(_row_sources())
+        self.row_ids = frozenset(i for i, s in enumerate(sources) if s in row_sources)
+
+    def row_lines(self, data: bytes) -> Optional[List[int]]:
+        """The ends (offsets just past the newline) of the lines of `data` where another producer's result row can
+        be, in order, lines beyond ASCII included; None when every line can."""
+        if self._rows_db is None:
+            return None
+        found: List[int] = []
+        add = found.append
+        self._rows_db.scan(data, match_event_handler=lambda _p, _start, end, _flags, _ctx: add(end),
+                           scratch=self._rows_scratch)
+        found.extend(_non_ascii_lines(data))
+        return sorted(set(found))
 
     def matches(self, data: bytes) -> List[Tuple[int, int]]:
         """(end of line, pattern) pairs, in the order of the lines; a line with a character beyond ASCII is named with
@@ -146,23 +162,35 @@ class Prefilter:
         add = found.append
         self._db.scan(data, match_event_handler=lambda pattern, _start, end, _flags, _ctx: add((end, pattern)),
                       scratch=self._scratch)
-        if not data.isascii():
-            # the database reads bytes, not UTF-8 characters (a third of the size and three times faster to build),
-            # so it decides only ASCII lines, where bytes and characters are the same
-            search, pos = _NON_ASCII.search, 0
-            while True:
-                m = search(data, pos)
-                if m is None:
-                    break
-                end = data.find(b"\n", m.end())
-                pos = len(data) if end < 0 else end + 1
-                add((pos, ANY))
+        # the database reads bytes, not UTF-8 characters (a third of the size and three times faster to build), so
+        # it decides only ASCII lines, where bytes and characters are the same
+        found.extend((end, ANY) for end in _non_ascii_lines(data))
         found.sort()
         return found
 
 
 ANY = -1
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
+
+
+def _non_ascii_lines(data: bytes) -> List[int]:
+    """The ends (offsets just past the newline) of the lines of `data` with a byte beyond ASCII."""
+    if data.isascii():
+        return []
+    ends: List[int] = []
+    search, pos = _NON_ASCII.search, 0
+    while True:
+        m = search(data, pos)
+        if m is None:
+            return ends
+        end = data.find(b"\n", m.end())
+        pos = len(data) if end < 0 else end + 1
+        ends.append(pos)
+
+
+def _row_sources() -> List[str]:
+    from rdmadoctor.logparse import rows
+    return [p.source for p in rows._patterns()]
 
 
 _LOADED: dict = {}
@@ -218,8 +246,7 @@ def _compiled_ids(sources: List[Tuple[str, Optional[str]]]) -> List[int]:
     key on, and perftest's own rows have their shape: named by the database, each row of a soak log would reach
     Python, where the gaps between named lines are read in bulk and search each row-like line for them
     (logparse._Source._gap)."""
-    from rdmadoctor.logparse import rows
-    row_sources = {p.source for p in rows._patterns()}
+    row_sources = set(_row_sources())
     return [i for i, (source, _) in enumerate(sources) if source not in row_sources]
 
 
