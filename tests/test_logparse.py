@@ -239,12 +239,36 @@ def hyperscan_prefilter():
     flags = sum(getattr(hs, name) for name in prefilter._FLAGS)
     ids = prefilter._compiled_ids(sources)
     database = prefilter._database(hs, [prefilter._expression(sources[i][0]) for i in ids], flags, ids)
-    return prefilter.Prefilter(hs, database, [s for s, _ in sources]) if database is not None else None
+    return prefilter.Prefilter(hs, database, prefilter.rows_database(hs), [s for s, _ in sources]) \
+        if database is not None else None
 
 
 def test_hyperscan_takes_every_pattern_that_makes_a_line_matter(hyperscan_prefilter):
-    """One pattern hyperscan rejects would cost the prefilter a stand-in: every pattern compiles as it is."""
-    assert hyperscan_prefilter is not None
+    """One pattern hyperscan rejects would cost the prefilter a stand-in: every pattern compiles as it is, other
+    producers' row patterns in their own database."""
+    hs = pytest.importorskip("hyperscan")
+    from rdmadoctor.logparse import prefilter
+    assert hyperscan_prefilter is not None and prefilter.rows_database(hs) is not None
+
+
+def test_the_compiled_databases_are_cached_and_read_back(tmp_path, monkeypatch):
+    """The first large input compiles both databases and keeps them in the cache; the next run reads them back and
+    finds the same lines (a row of another producer's table among them)."""
+    pytest.importorskip("hyperscan")
+    from rdmadoctor.logparse import prefilter
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("RDMADOCTOR_PREFILTER", "on")
+    monkeypatch.setattr(prefilter, "_LOADED", {})
+    compiled = prefilter.load(None)
+    (cached_file,) = (tmp_path / "rdmadoctor").glob("prefilter-*.hsdb")
+    monkeypatch.setattr(prefilter, "_LOADED", {})
+    read_back = prefilter.load(None)
+    assert compiled is not None and read_back is not None and read_back is not compiled
+    data = b"kernel: noise\nethernet_read_keys: Couldn't read remote address\n" \
+           b"1k      100     =100     200k        0.92s      0.22    4622.23       0.00\n"
+    assert read_back.matches(data) == compiled.matches(data) and read_back.matches(data)
+    assert read_back.row_lines(data) == compiled.row_lines(data) == [len(data)]
+    assert cached_file.stat().st_size > 8
 
 
 def test_the_prefilter_parses_as_every_line_read(hyperscan_prefilter, monkeypatch):

@@ -125,15 +125,15 @@ class Prefilter:
     """`matches(data)`: for every line of `data` that can matter, the offset just past its newline and which patterns
     can match in it (indexes into patterns(): the catalogue's patterns first, in the catalogue's order)."""
 
-    def __init__(self, hs, database, sources: List[str]):
+    def __init__(self, hs, database, rows_database, sources: List[str]):
         self._hs = hs
         self._db = database
         self._scratch = hs.Scratch(database)
         self.sources = sources
-        # other producers' result rows, in a database of their own (two patterns: built in milliseconds, so not
-        # cached), scanned only over the lines the main database does not name; None: every line there is a candidate
-        self._rows_db = _database(hs, [_expression(s) for s in _row_sources()], sum(getattr(hs, n) for n in _FLAGS))
-        self._rows_scratch = hs.Scratch(self._rows_db) if self._rows_db is not None else None
+        # other producers' result rows, in a database of their own (rows_database()), scanned only over the lines the
+        # main database does not name; None: every line there is a candidate
+        self._rows_db = rows_database
+        self._rows_scratch = hs.Scratch(rows_database) if rows_database is not None else None
         from rdmadoctor.logparse import producers
         # a line where none of these can match shows no setting, and no other producer's command line
         self.setting_ids = frozenset(i for i, s in enumerate(sources)
@@ -220,9 +220,13 @@ def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
                                        *(f"{s}\1{k}" for s, k in sources)]).encode())
     digest.update(Path(__file__).read_bytes())
     path = cache.cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
-    database = None
+    database = rows = None
     try:
-        database = hs.loadb(path.read_bytes(), hs.HS_MODE_BLOCK)
+        # the main database's size (8 bytes), the main database, the rows database (nothing when it has none)
+        blob = path.read_bytes()
+        size = int.from_bytes(blob[:8], "little")
+        database = hs.loadb(blob[8:8 + size], hs.HS_MODE_BLOCK)
+        rows = hs.loadb(blob[8 + size:], hs.HS_MODE_BLOCK) if len(blob) > 8 + size else None
     except (OSError, Exception):    # noqa: BLE001 - missing, truncated, another CPU's: compile it again
         database = None
     if database is None:
@@ -232,9 +236,16 @@ def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
         if database is None:
             _LOADED["db"] = None
             return None
-        _save(path, hs.dumpb(database))
-    _LOADED["db"] = Prefilter(hs, database, [s for s, _ in sources])
+        rows = rows_database(hs)
+        main = hs.dumpb(database)
+        _save(path, len(main).to_bytes(8, "little") + main + (hs.dumpb(rows) if rows is not None else b""))
+    _LOADED["db"] = Prefilter(hs, database, rows, [s for s, _ in sources])
     return _LOADED["db"]
+
+
+def rows_database(hs):
+    """Other producers' result rows (two patterns), or None when hyperscan takes neither."""
+    return _database(hs, [_expression(s) for s in _row_sources()], sum(getattr(hs, n) for n in _FLAGS))
 
 
 def _expression(source: str) -> bytes:
