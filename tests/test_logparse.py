@@ -398,6 +398,20 @@ def test_lines_beyond_ascii_parse_as_every_line_read(hyperscan_prefilter, monkey
     assert named == [i + 1 for i, byte in enumerate(data) if byte == 10]
 
 
+def _scanned_as_every_line_read(text: str, hyperscan_prefilter, monkeypatch) -> bool:
+    """Whether the runs (lines, producer, messages, kept rows, row summary) come out the same with the prefilter as
+    when every line is read."""
+    from rdmadoctor.logparse import prefilter
+
+    def shape(parsed):
+        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
+                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = shape(parse_text(text))
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    return shape(parse_text(text)) == every_line
+
+
 IMB_PINGPONG = ("#---------------------------------------------------\n"
                 "# Benchmarking PingPong\n"
                 "#---------------------------------------------------\n"
@@ -420,16 +434,8 @@ def test_rows_after_a_failed_perftest_run_parse_as_every_line_read(after, hypers
     """After perftest has spoken with no table open, only another producer's row can matter among the lines the
     main database does not name; such a row may make its producer the one talking, and the lines after it are read
     as that producer's, as when every line is read."""
-    from rdmadoctor.logparse import prefilter
     text = (SEED / "client.log").read_text() + after
-
-    def shape(parsed):
-        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
-                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
-    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
-    every_line = shape(parse_text(text))
-    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
-    assert shape(parse_text(text)) == every_line
+    assert _scanned_as_every_line_read(text, hyperscan_prefilter, monkeypatch)
 
 
 def _bw_table_header() -> str:
@@ -459,17 +465,9 @@ def test_perftest_rows_between_matched_lines_are_read_in_bulk(hyperscan_prefilte
 def test_rows_and_row_shaped_lines_inside_a_table_parse_as_every_line_read(inside, hyperscan_prefilter, monkeypatch):
     """Lines with another producer's row shape inside perftest's open table are left to the stretch of rows; what
     is not perftest's row in that stretch is read line by line, as when every line is read."""
-    from rdmadoctor.logparse import prefilter
     rows = " 65536      5000     9000.12     8900.34     0.14\n" * 20
     text = "$ mpirun -np 2 ./IMB-MPI1 PingPong\n" + _bw_table_header() + rows + inside + rows
-
-    def shape(parsed):
-        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
-                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
-    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
-    every_line = shape(parse_text(text))
-    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
-    assert shape(parse_text(text)) == every_line
+    assert _scanned_as_every_line_read(text, hyperscan_prefilter, monkeypatch)
 
 
 
