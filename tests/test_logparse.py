@@ -236,9 +236,8 @@ def hyperscan_prefilter():
     hs = pytest.importorskip("hyperscan")
     from rdmadoctor.logparse import prefilter
     sources = prefilter._sources()
-    flags = sum(getattr(hs, name) for name in prefilter._FLAGS)
     ids = prefilter._compiled_ids(sources)
-    database = prefilter._database(hs, [prefilter._expression(sources[i][0]) for i in ids], flags, ids)
+    database = prefilter._database(hs, [prefilter._expression(sources[i][0]) for i in ids], prefilter.flags(hs), ids)
     return prefilter.Prefilter(hs, database, prefilter.rows_database(hs), [s for s, _ in sources]) \
         if database is not None else None
 

@@ -136,7 +136,7 @@ class _Source:
         is talking, for a row makes perftest the one talking), and rows of another producer's table (rows.SHAPE),
         otherwise nothing."""
         builder = self.builder
-        table_open = builder.current is not None and builder.result_kind is not None
+        table_open = builder.table_open
         if table_open and builder.bulk_rows(number, chunk):
             self.active = "perftest"
             return
@@ -156,7 +156,7 @@ class _Source:
             self.line(number, line)
             number += 1
             pos = end
-            if self.active != "perftest" or (builder.current is not None and builder.result_kind is not None):
+            if self.active != "perftest" or builder.table_open:
                 self._gap(number, chunk[pos:])
                 return
 

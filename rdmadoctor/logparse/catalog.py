@@ -282,14 +282,18 @@ class Catalog:
         """The patterns that can match a line of these words; `allowed`: the indexes of the only patterns that can
         (the prefilter's answer for the line), when known."""
         if allowed is not None:
-            found = [p for i, p in self._numbered_unkeyed if i in allowed]
-            for word in self.keywords.intersection(words):
-                found.extend(p for i, p in self._numbered_by_keyword[word] if i in allowed)
-            return found
+            return [p for i, p in self.numbered(words) if i in allowed]
         found = list(self.unkeyed)
         # the set intersection runs in C: most lines share no word, or one, with the keywords
         for word in self.keywords.intersection(words):
             found.extend(self.by_keyword[word])
+        return found
+
+    def numbered(self, words: Iterable[str]) -> List[Tuple[int, Pattern]]:
+        """candidates(), each with its index into `patterns`."""
+        found = list(self._numbered_unkeyed)
+        for word in self.keywords.intersection(words):
+            found.extend(self._numbered_by_keyword[word])
         return found
 
     def find(self, line: str, words: Optional[Iterable[str]] = None,

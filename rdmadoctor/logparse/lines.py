@@ -224,7 +224,6 @@ class LineClassifier:
 
     def __init__(self):
         self.catalog = catalog.load()
-        self._index = {id(p): i for i, p in enumerate(self.catalog.patterns)}
         self._cache: Dict[str, Tuple[Item, ...]] = {}
         self._shapes: Dict[str, tuple] = {}
         self._digit_words = _DIGIT_WORDS | {w.translate(_SHAPE) for w in self.catalog.keywords if _has_digit(w)}
@@ -287,7 +286,7 @@ class LineClassifier:
             return _UNSAFE
         # (index, pattern): the prefilter names a line's possible patterns by index, and one it rules out for a line
         # need not be searched in it
-        recheck = tuple((self._index[id(p)], p) for p in self.catalog.candidates(words) if not p.digit_blind)
+        recheck = tuple((i, p) for i, p in self.catalog.numbered(words) if not p.digit_blind)
         if any(m.pattern is p for m in matches for _, p in recheck):
             return _UNSAFE
         spans = tuple(_spans(line, m) for m in matches)

@@ -243,9 +243,14 @@ def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
     return _LOADED["db"]
 
 
+def flags(hs) -> int:
+    """_FLAGS as hyperscan takes them."""
+    return sum(getattr(hs, name) for name in _FLAGS)
+
+
 def rows_database(hs):
     """Other producers' result rows (two patterns), or None when hyperscan takes neither."""
-    return _database(hs, [_expression(s) for s in _row_sources()], sum(getattr(hs, n) for n in _FLAGS))
+    return _database(hs, [_expression(s) for s in _row_sources()], flags(hs))
 
 
 def _expression(source: str) -> bytes:
@@ -265,16 +270,15 @@ def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
     """One database of the patterns (_compiled_ids). A pattern hyperscan cannot take, even approximated, is replaced
     by its literal (a line that holds it reaches the parser), or without one by every line; None when not even that
     compiles."""
-    flags = sum(getattr(hs, name) for name in _FLAGS)
     ids = _compiled_ids(sources)
     expressions = [_expression(sources[i][0]) for i in ids]
-    database = _database(hs, expressions, flags, ids)
+    database = _database(hs, expressions, flags(hs), ids)
     if database is not None:
         return database
-    for j in _rejected(hs, expressions, flags):
+    for j in _rejected(hs, expressions, flags(hs)):
         literal = sources[ids[j]][1]
         expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
-    return _database(hs, expressions, flags, ids)
+    return _database(hs, expressions, flags(hs), ids)
 
 
 def _database(hs, expressions: List[bytes], flags: int, ids: Optional[List[int]] = None):

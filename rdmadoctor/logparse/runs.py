@@ -516,6 +516,11 @@ class RunBuilder:
             stats = self._stats[id(run)] = RowStats()
         return stats
 
+    @property
+    def table_open(self) -> bool:
+        """A run is open and its result table's titles were printed: result rows are expected."""
+        return self.current is not None and self.result_kind is not None
+
     def bulk_rows(self, number: int, chunk: bytes) -> bool:
         """Lines `chunk` (whole lines, from line `number`) that are all result rows of the open table, added at
         once; False, having added nothing, when they are not all plain rows of one width (the caller then reads
