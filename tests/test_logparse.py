@@ -3,6 +3,7 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from rdmadoctor.logparse import parse_paths, parse_streams, parse_text
 from rdmadoctor.logparse.command import parse_command
@@ -457,6 +458,69 @@ def test_perftest_rows_between_matched_lines_are_read_in_bulk(hyperscan_prefilte
     runs = parse_text(text).runs
     assert sum(r.row_summary["rows"] for r in runs if r.row_summary) >= 400
     assert len(calls) < 100
+
+
+def _bw_row(size: int, iterations: int, peak: float, average: float, rate: float) -> str:
+    """A bandwidth row as perftest prints it (REPORT_FMT in src/perftest_parameters.h: fixed field widths)."""
+    return " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f\n" % (size, iterations, peak, average, rate)
+
+
+_SIZES = st.sampled_from([0, 2, 65536, 8388608, 999999999, 4294967296])
+# figures of one width as often as not, so that stretches of one layout are common
+_ROW_FIGURES = st.tuples(_SIZES, st.sampled_from([1, 5000, 5999, 999999999, 4294967296, 9999999999]),
+                         st.sampled_from([0.0, 9000.0, 9160.45, 11234.5]),
+                         st.sampled_from([9000.0, 9160.45, 9999.99, 0.05, 11234.5]), st.sampled_from([0.14, 0.15, 9.0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(figures=st.lists(_ROW_FIGURES, min_size=1, max_size=5), one_size=st.one_of(st.none(), _SIZES),
+       copies=st.integers(1, 40),
+       tail=st.sampled_from(["", " 65536      5000\n", "\n",
+                             " 0          5000       1.00            1.00\t\t     0.1\n"]))
+def test_rows_laid_out_alike_add_up_as_rows_split_into_words(hyperscan_prefilter, figures, one_size, copies, tail):
+    """A stretch of rows of one layout (a soak at one size) is cut by column instead of split into words: the runs'
+    kept rows and figures are the same either way, whatever the sizes (0 and 2^32 included), widths and rows that
+    break the layout."""
+    if one_size is not None:
+        figures = [(one_size, *f[1:]) for f in figures]
+    cut = _cut_as_split(_bw_table_header() + "".join(_bw_row(*f) for f in figures) * copies + tail, hyperscan_prefilter)
+    assert sum(r[1]["rows"] for r in cut if r[1]) >= len(figures) * copies
+
+
+@pytest.mark.parametrize("odd", ["9000.00.5", "9000.", ".5000", "90.0.0", "9000.0x", "9,000.0"])
+def test_rows_of_one_layout_with_what_perftest_cannot_print_parse_as_split_rows(hyperscan_prefilter, odd):
+    rows = "".join(_bw_row(65536, 5000, 9000.0, 9000.0, 0.14).replace("9000.00", odd, 1) for _ in range(20))
+    _cut_as_split(_bw_table_header() + rows, hyperscan_prefilter)
+
+
+def _cut_as_split(text: str, hyperscan_prefilter) -> list:
+    """The runs' rows, figures and last lines, asserted the same whether stretches of one layout are cut by column or
+    split into words."""
+    from unittest import mock
+
+    from rdmadoctor.logparse import prefilter, runs as runs_module
+
+    def outcome():
+        return [(r.results, r.row_summary, r.last_line) for r in parse_text(text).runs]
+    with mock.patch.object(prefilter, "load", lambda *_a: hyperscan_prefilter):
+        cut = outcome()
+        with mock.patch.object(runs_module, "_uniform_layout", lambda *_a: None):
+            split = outcome()
+    assert cut == split
+    return cut
+
+
+def test_a_soak_of_one_size_is_cut_by_column(hyperscan_prefilter, monkeypatch):
+    """The rows of a soak at one size take the column path (bulk_rows does not split them into words)."""
+    from rdmadoctor.logparse import prefilter, runs as runs_module
+    text = _bw_table_header() + "".join(_bw_row(65536, 5000 + i, 9100.25, 9050.5 + i, 0.141234) for i in range(300))
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    laid_out = []
+    uniform = runs_module._uniform_layout
+    monkeypatch.setattr(runs_module, "_uniform_layout", lambda *a: laid_out.append(uniform(*a)) or laid_out[-1])
+    summary = parse_text(text).runs[-1].row_summary
+    assert any(spans is not None for spans in laid_out)
+    assert summary["rows"] == 300 and summary["measured"][0]["max"] == 9349.5
 
 
 @pytest.mark.parametrize("inside", ["", "  0.00s  1.2  3.4  5.6\n", "kernel: [ 1.0] mlx5 0.00s a b c\n",

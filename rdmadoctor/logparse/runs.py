@@ -9,7 +9,10 @@ the current one.
 from __future__ import annotations
 
 import math
+import re
+import struct
 from array import array
+from operator import itemgetter
 from typing import Callable, Dict, List, Optional
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
@@ -83,6 +86,49 @@ class _Sketch:
         return {"min": values[0] if exact else min(self.low, values[0]), "median": values[(len(values) - 1) // 2],
                 "max": values[-1] if exact else max(self.high, values[-1]), "values": self.count,
                 "median_exact": exact}
+
+
+_TOKEN = re.compile(rb"[^ \n]+")
+
+
+def _printable_numbers(shape: bytes) -> bool:
+    """Every number in a row's shape (_SHAPE: digits 0, blanks spaces) as perftest prints one: digits with at most one
+    point, between digits."""
+    return shape.count(b".") == shape.count(b"0.0") and b".." not in shape.translate(None, b"0")
+
+
+def _uniform_layout(chunk: bytes, width: int) -> Optional[List[tuple]]:
+    """Where the tokens of `chunk`'s rows lie, when every line is laid out alike (perftest prints a row with fixed
+    field widths, so a soak's rows of one size look alike) and bulk_rows would take the lines as plain rows with one
+    size: their sizes and counts digits (below 10 of them, the size not 0), every point between digits, the lines
+    neither too short nor a flattened table. None otherwise (bulk_rows then splits the lines into words)."""
+    length = chunk.find(b"\n") + 1
+    n = len(chunk) // length if length > 1 else 0
+    if n == 0 or n * length != len(chunk):
+        return None
+    shape = chunk.translate(_SHAPE)
+    layout = shape[:length]
+    if shape != layout * n or layout.translate(None, b"0. \n") or not _printable_numbers(layout):
+        return None         # rows of another layout, or a character no row has
+    spans = [m.span() for m in _TOKEN.finditer(layout)]
+    k = len(spans)
+    if k < 3 or (k >= 2 * width and k % width == 0):
+        return None
+    for start, end in spans[:2]:
+        if end - start >= 10 or layout[start:end].strip(b"0"):
+            return None
+    start, end = spans[0]
+    if not chunk[start:end].lstrip(b"0") or any(chunk[p::length].count(chunk[p:p + 1]) != n for p in range(start, end)):
+        return None
+    return spans
+
+
+def _measured_column(kind: str, width: int) -> Optional[int]:
+    """Which of a row's `width` tokens is the kind's measured figure; None when the rows are too short for it."""
+    names = _ROW_COLUMNS[kind]
+    metric = _METRIC[kind]
+    column = names.index(metric) + 2 if metric in names else None
+    return None if column is None or column >= width else column
 
 
 def _first_row_of_each_size(sizes: list, tokens: set) -> Dict[int, int]:
@@ -183,19 +229,49 @@ class RowStats:
         Row i is on line first_line + i, or on first_line for all (`same_line`: a flattened table). `tokens`: the set of
         the first column's tokens, when known."""
         names = _ROW_COLUMNS[kind]
-        n = len(cols[0])
-        base = self.count
 
         def row(i: int) -> ResultRow:
             return ResultRow(line=first_line if same_line else first_line + i, kind=kind, size=int(cols[0][i]),
                              iterations=int(cols[1][i]), values={name: float(col[i]) for name, col in zip(names, cols[2:])},
                              unit=unit)
 
+        column = _measured_column(kind, len(cols))
+        self._add_many(len(cols[0]), kind, unit, row,
+                       _first_row_of_each_size(cols[0], set(cols[0]) if tokens is None else tokens),
+                       None if column is None else cols[column])
+
+    def add_uniform(self, first_line: int, kind: str, unit: Optional[str], chunk: bytes, spans: List[tuple]) -> int:
+        """Rows of one layout (every line `chunk`'s first line's length, its tokens at `spans`, every size token the
+        same): what add_columns adds for their columns, cutting from the bytes only the measured column's tokens.
+        Returns how many rows were added."""
+        length = chunk.index(b"\n") + 1
+        names = _ROW_COLUMNS[kind]
+
+        def row(i: int) -> ResultRow:
+            words = chunk[i * length:(i + 1) * length].split()
+            return ResultRow(line=first_line + i, kind=kind, size=int(words[0]), iterations=int(words[1]),
+                             values={name: float(word) for name, word in zip(names, words[2:])}, unit=unit)
+
+        column = _measured_column(kind, len(spans))
+        measured = None
+        if column is not None:
+            start, end = spans[column]
+            cut = struct.Struct(f"{start}x{end - start}s{length - end}x")
+            measured = list(map(itemgetter(0), cut.iter_unpack(chunk)))
+        size_start, size_end = spans[0]
+        n = len(chunk) // length
+        self._add_many(n, kind, unit, row, {int(chunk[size_start:size_end]): 0}, measured)
+        return n
+
+    def _add_many(self, n: int, kind: str, unit: Optional[str], row: Callable[[int], ResultRow],
+                  by_size: Dict[int, int], measured: Optional[list]) -> None:
+        """n real rows at once: `row(i)` makes row i, `by_size` says where each size first comes, `measured` holds
+        the tokens of the kind's measured column (None when the rows lack it)."""
+        base = self.count
         if base == 0:
             self._keep(0, row(0), "first")
         for i in range(min(n, 2 - self.real) if self.real < 2 else 0):
             self._keep(base + i, row(i), "real")
-        by_size = _first_row_of_each_size(cols[0], set(cols[0]) if tokens is None else tokens)
         for size, i in sorted(by_size.items(), key=lambda kv: kv[1]):
             if size not in self.sizes and len(self.sizes) < MAX_SIZES:
                 self.sizes.add(size)
@@ -207,21 +283,16 @@ class RowStats:
         if unit not in self.units:
             self.units.add(unit)
             self._keep(base, row(0), "unit")
-        self._add_measured(kind, unit, cols, base, row)
+        if measured is not None:
+            self._add_measured(kind, unit, list(map(float, measured)), base, row)
         self._move("last", base + n - 1, row(n - 1))
         self.count += n
         self.real += n
 
-    def _add_measured(self, kind: str, unit: Optional[str], cols: List[list], base: int,
+    def _add_measured(self, kind: str, unit: Optional[str], numbers: List[float], base: int,
                       row: Callable[[int], ResultRow]) -> None:
         """The kind's measured column of rows added at once (row i is ordinal base + i): the best bandwidth so
         far, and the figures' sketch."""
-        names = _ROW_COLUMNS[kind]
-        metric = _METRIC[kind]
-        column = names.index(metric) + 2 if metric in names else None
-        if column is None or column >= len(cols):
-            return
-        numbers = list(map(float, cols[column]))
         if kind == "bw" and unit:
             top = max(numbers)
             gbps = top * UNIT_TO_GBPS.get(unit, 0)
@@ -526,7 +597,13 @@ class RunBuilder:
         once; False, having added nothing, when they are not all plain rows of one width (the caller then reads
         them line by line)."""
         run, kind = self.current, self.result_kind
-        if run is None or kind is None or self.partner is not None or chunk.translate(None, _ROW_CHARS):
+        if run is None or kind is None or self.partner is not None:
+            return False
+        spans = _uniform_layout(chunk, _WIDTH[kind])
+        if spans is not None:
+            run.last_line = number + self._stats_of(run).add_uniform(number, kind, self.result_unit, chunk, spans) - 1
+            return True
+        if chunk.translate(None, _ROW_CHARS):
             return False
         marked = chunk.replace(b"\n", b" | ").split()
         n = chunk.count(b"\n")
@@ -538,9 +615,8 @@ class RunBuilder:
         if k < 3 or (k >= 2 * width and k % width == 0) or len(marked) != n * (k + 1) \
                 or marked[k::k + 1].count(b"|") != n:
             return False          # a blank line, lines of other widths, a flattened table: line by line
-        shape = chunk.translate(_SHAPE)
-        if shape.count(b".") != shape.count(b"0.0"):
-            return False          # a number perftest cannot print ("1.2.3", ".5", "5.")
+        if not _printable_numbers(chunk.translate(_SHAPE)):
+            return False          # a number perftest cannot print ("1.2.3", "10.00.5", ".5", "5.")
         cols = [marked[j::k + 1] for j in range(k)]
         sizes = set(cols[0])
         if not all(t.isdigit() and len(t) < 10 and t.lstrip(b"0") for t in sizes) or \
