@@ -476,15 +476,43 @@ _ROW_FIGURES = st.tuples(_SIZES, st.sampled_from([1, 5000, 5999, 999999999, 4294
 @given(figures=st.lists(_ROW_FIGURES, min_size=1, max_size=5), one_size=st.one_of(st.none(), _SIZES),
        copies=st.integers(1, 40),
        tail=st.sampled_from(["", " 65536      5000\n", "\n",
-                             " 0          5000       1.00            1.00\t\t     0.1\n"]))
-def test_rows_laid_out_alike_add_up_as_rows_split_into_words(hyperscan_prefilter, figures, one_size, copies, tail):
+                             " 0          5000       1.00            1.00\t\t     0.1\n"]),
+       sketch=st.sampled_from([None, 4, 16]), block=st.sampled_from([None, 300, 1000]))
+def test_rows_laid_out_alike_add_up_as_rows_split_into_words(hyperscan_prefilter, figures, one_size, copies, tail,
+                                                             sketch, block):
     """A stretch of rows of one layout (a soak at one size) is cut by column instead of split into words: the runs'
     kept rows and figures are the same either way, whatever the sizes (0 and 2^32 included), widths and rows that
-    break the layout."""
+    break the layout, and once the figures are sampled (`sketch`: values kept before sampling begins; `block`: bytes
+    read at a time, so that a table comes in several stretches)."""
+    from unittest import mock
+
+    from rdmadoctor.logparse import reader, runs as runs_module
     if one_size is not None:
         figures = [(one_size, *f[1:]) for f in figures]
-    cut = _cut_as_split(_bw_table_header() + "".join(_bw_row(*f) for f in figures) * copies + tail, hyperscan_prefilter)
+    text = _bw_table_header() + "".join(_bw_row(*f) for f in figures) * copies + tail
+    with mock.patch.object(runs_module, "SKETCH_VALUES", sketch or runs_module.SKETCH_VALUES), \
+            mock.patch.object(runs_module, "PENDING_TOKENS", sketch or runs_module.PENDING_TOKENS), \
+            mock.patch.object(reader, "BLOCK", block or reader.BLOCK):
+        cut = _cut_as_split(text, hyperscan_prefilter)
     assert sum(r[1]["rows"] for r in cut if r[1]) >= len(figures) * copies
+
+
+@pytest.mark.parametrize("block,sketch,pending", [(300, 4, 8), (1000, 16, 1 << 14), (4096, 64, 8)])
+def test_a_sampled_soak_of_one_layout_adds_up_as_rows_split_into_words(hyperscan_prefilter, block, sketch, pending):
+    """Rows of one layout whose figures vary (and repeat their best), read in many stretches once the figures are
+    sampled, their tokens converted in batches: the sample, the extremes and the first best row are the same as when
+    every row is split into words."""
+    from unittest import mock
+
+    from rdmadoctor.logparse import reader, runs as runs_module
+    average = {301: 9999.5, 433: 9000.5}        # extremes at odd places, which the sample skips
+    rows = "".join(_bw_row(65536, 5000 + i % 900, 9000.25 + (i * 37) % 997, average.get(i, 9100.5 + (i * 7) % 23),
+                           0.14) for i in range(600))
+    with mock.patch.object(runs_module, "SKETCH_VALUES", sketch), mock.patch.object(runs_module, "PENDING_TOKENS", pending), \
+            mock.patch.object(reader, "BLOCK", block):
+        cut = _cut_as_split(_bw_table_header() + rows, hyperscan_prefilter)
+    measured = cut[-1][1]["measured"][0]
+    assert (measured["min"], measured["max"], measured["values"], measured["median_exact"]) == (9000.5, 9999.5, 600, False)
 
 
 @pytest.mark.parametrize("odd", ["9000.00.5", "9000.", ".5000", "90.0.0", "9000.0x", "9,000.0"])

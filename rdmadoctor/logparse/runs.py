@@ -23,6 +23,7 @@ MAX_RUNS = 256          # per source; a log with more runs keeps the first ones 
 MAX_MESSAGES = 400      # messages kept per run
 MAX_SIZES = 256         # message sizes whose first row a run keeps (perftest -a prints 23)
 SKETCH_VALUES = 1 << 18     # values of the measured column kept in the open run (median exact); beyond, a sketch
+PENDING_TOKENS = 1 << 14    # measured tokens a run holds unconverted, before its values are sampled
 
 _ROW_COLUMNS = {
     "bw": ("bw_peak", "bw_avg", "msg_rate", "cpu_util"),
@@ -56,15 +57,19 @@ class _Sketch:
     exact; beyond, every 2nd, 4th ... value in the order they came (a sample of at most SKETCH_VALUES: the median is the
     sample's, and says so; min and max stay exact). Bounded whatever the number of rows; every step runs in C."""
 
-    __slots__ = ("sample", "step", "count", "low", "high")
+    __slots__ = ("sample", "step", "count", "low", "high", "pending")
 
     def __init__(self):
         self.sample = array("d")
         self.step = 1
         self.count = 0
         self.low, self.high = math.inf, -math.inf     # of the values seen once sampling began
+        # tokens added before sampling began, not yet converted (a run that is not kept never converts them)
+        self.pending: List[bytes] = []
 
     def add(self, values: List[float]) -> None:
+        if self.pending:
+            self._convert_pending()
         if not values:
             return
         taken = values
@@ -73,12 +78,40 @@ class _Sketch:
             taken = values[-self.count % self.step::self.step]      # the values at every step-th place overall
         self.count += len(values)
         self.sample.extend(taken)
+        self._thin()
+
+    def add_tokens(self, tokens: List[bytes]) -> None:
+        """What add() of the tokens' numbers does, for tokens of one shape (digits, and a point at one place), whose
+        order is their numbers'. Before sampling begins they are converted when needed (by PENDING_TOKENS, or for the
+        summary); after, only the sampled tokens and the two extremes are."""
+        if self.step == 1:
+            self.pending += tokens
+            if len(self.pending) > PENDING_TOKENS:
+                self._convert_pending()
+            return
+        if not tokens:
+            return
+        self.low, self.high = min(self.low, float(min(tokens))), max(self.high, float(max(tokens)))
+        taken = tokens[-self.count % self.step::self.step]
+        self.count += len(tokens)
+        self.sample.extend(map(float, taken))
+        self._thin()
+
+    def _convert_pending(self) -> None:
+        """The pending tokens added as numbers, as if each had been when it came (add() gives the same sample and
+        extremes for values added at once or in parts)."""
+        pending, self.pending = self.pending, []
+        self.add(list(map(float, pending)))
+
+    def _thin(self) -> None:
         while len(self.sample) > SKETCH_VALUES:
             self.low, self.high = min(self.low, min(self.sample)), max(self.high, max(self.sample))
             self.sample = self.sample[::2]
             self.step *= 2
 
     def summary(self) -> Optional[Dict[str, object]]:
+        if self.pending:
+            self._convert_pending()
         values = sorted(self.sample)
         if not values:
             return None
@@ -260,13 +293,13 @@ class RowStats:
             measured = list(map(itemgetter(0), cut.iter_unpack(chunk)))
         size_start, size_end = spans[0]
         n = len(chunk) // length
-        self._add_many(n, kind, unit, row, {int(chunk[size_start:size_end]): 0}, measured)
+        self._add_many(n, kind, unit, row, {int(chunk[size_start:size_end]): 0}, measured, one_shape=True)
         return n
 
     def _add_many(self, n: int, kind: str, unit: Optional[str], row: Callable[[int], ResultRow],
-                  by_size: Dict[int, int], measured: Optional[list]) -> None:
+                  by_size: Dict[int, int], measured: Optional[list], one_shape: bool = False) -> None:
         """n real rows at once: `row(i)` makes row i, `by_size` says where each size first comes, `measured` holds
-        the tokens of the kind's measured column (None when the rows lack it)."""
+        the tokens of the kind's measured column (None when the rows lack it), all of one shape if `one_shape`."""
         base = self.count
         if base == 0:
             self._keep(0, row(0), "first")
@@ -284,23 +317,27 @@ class RowStats:
             self.units.add(unit)
             self._keep(base, row(0), "unit")
         if measured is not None:
-            self._add_measured(kind, unit, list(map(float, measured)), base, row)
+            self._add_measured(kind, unit, measured, base, row, one_shape)
         self._move("last", base + n - 1, row(n - 1))
         self.count += n
         self.real += n
 
-    def _add_measured(self, kind: str, unit: Optional[str], numbers: List[float], base: int,
-                      row: Callable[[int], ResultRow]) -> None:
+    def _add_measured(self, kind: str, unit: Optional[str], tokens: List[bytes], base: int,
+                      row: Callable[[int], ResultRow], one_shape: bool) -> None:
         """The kind's measured column of rows added at once (row i is ordinal base + i): the best bandwidth so
-        far, and the figures' sketch."""
+        far, and the figures' sketch. `one_shape`: the tokens are of one shape, so their order is their numbers'."""
+        values: list = tokens if one_shape else list(map(float, tokens))
         if kind == "bw" and unit:
-            top = max(numbers)
-            gbps = top * UNIT_TO_GBPS.get(unit, 0)
+            top = max(values)
+            gbps = float(top) * UNIT_TO_GBPS.get(unit, 0)
             if gbps > self.best_gbps:
                 self.best_gbps = gbps
-                i = numbers.index(top)       # the first row of the best value, as features.bw_row picks it
+                i = values.index(top)       # the first row of the best value, as features.bw_row picks it
                 self._move("best", base + i, row(i))
-        self._sketch(kind, unit).add(numbers)
+        if one_shape:
+            self._sketch(kind, unit).add_tokens(tokens)
+        else:
+            self._sketch(kind, unit).add(values)
 
     def rows(self) -> List[ResultRow]:
         return [self.kept[o] for o in sorted(self.kept)]
