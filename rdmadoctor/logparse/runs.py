@@ -13,7 +13,7 @@ import re
 import struct
 from array import array
 from operator import itemgetter
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
 from rdmadoctor.logparse.lines import Item
@@ -130,30 +130,42 @@ def _printable_numbers(shape: bytes) -> bool:
     return shape.count(b".") == shape.count(b"0.0") and b".." not in shape.translate(None, b"0")
 
 
-def _uniform_layout(chunk: bytes, width: int) -> Optional[List[tuple]]:
-    """Where the tokens of `chunk`'s rows lie, when every line is laid out alike (perftest prints a row with fixed
-    field widths, so a soak's rows of one size look alike) and bulk_rows would take the lines as plain rows with one
-    size: their sizes and counts digits (below 10 of them, the size not 0), every point between digits, the lines
-    neither too short nor a flattened table. None otherwise (bulk_rows then splits the lines into words)."""
+class _Layout(NamedTuple):
+    length: int                        # of every line, its newline included
+    spans: List[Tuple[int, int]]       # where each token of a line lies in it
+
+
+def _uniform_layout(chunk: bytes, width: int) -> Optional[_Layout]:
+    """The length of `chunk`'s lines and where their tokens lie, when every line is laid out alike (perftest prints
+    a row with fixed field widths, so a soak's rows of one size look alike) and bulk_rows would take the lines as
+    plain rows with one size: their sizes and counts digits (below 10 of them, the size not 0), every point between
+    digits, the lines neither too short nor a flattened table. None otherwise (bulk_rows then splits the lines into
+    words)."""
     length = chunk.find(b"\n") + 1
     n = len(chunk) // length if length > 1 else 0
     if n == 0 or n * length != len(chunk):
         return None
     shape = chunk.translate(_SHAPE)
-    layout = shape[:length]
-    if shape != layout * n or layout.translate(None, b"0. \n") or not _printable_numbers(layout):
+    line_shape = shape[:length]
+    if shape != line_shape * n or line_shape.translate(None, b"0. \n") or not _printable_numbers(line_shape):
         return None         # rows of another layout, or a character no row has
-    spans = [m.span() for m in _TOKEN.finditer(layout)]
+    spans = [m.span() for m in _TOKEN.finditer(line_shape)]
     k = len(spans)
     if k < 3 or (k >= 2 * width and k % width == 0):
         return None
     for start, end in spans[:2]:
-        if end - start >= 10 or layout[start:end].strip(b"0"):
+        if end - start >= 10 or line_shape[start:end].strip(b"0"):
             return None
     start, end = spans[0]
     if not chunk[start:end].lstrip(b"0") or any(chunk[p::length].count(chunk[p:p + 1]) != n for p in range(start, end)):
         return None
-    return spans
+    return _Layout(length, spans)
+
+
+def _plain_row(line: int, kind: str, unit: Optional[str], words: list) -> ResultRow:
+    """A row whose tokens are plain numbers (sizes and counts digits, the rest as float() reads them)."""
+    return ResultRow(line=line, kind=kind, size=int(words[0]), iterations=int(words[1]),
+                     values={name: float(word) for name, word in zip(_ROW_COLUMNS[kind], words[2:])}, unit=unit)
 
 
 def _measured_column(kind: str, width: int) -> Optional[int]:
@@ -261,29 +273,22 @@ class RowStats:
         """Many rows at once, as columns of tokens: every row real (sizes and counts below 2^32, no size 0), no NaN.
         Row i is on line first_line + i, or on first_line for all (`same_line`: a flattened table). `tokens`: the set of
         the first column's tokens, when known."""
-        names = _ROW_COLUMNS[kind]
-
         def row(i: int) -> ResultRow:
-            return ResultRow(line=first_line if same_line else first_line + i, kind=kind, size=int(cols[0][i]),
-                             iterations=int(cols[1][i]), values={name: float(col[i]) for name, col in zip(names, cols[2:])},
-                             unit=unit)
+            return _plain_row(first_line if same_line else first_line + i, kind, unit, [col[i] for col in cols])
 
         column = _measured_column(kind, len(cols))
         self._add_many(len(cols[0]), kind, unit, row,
                        _first_row_of_each_size(cols[0], set(cols[0]) if tokens is None else tokens),
                        None if column is None else cols[column])
 
-    def add_uniform(self, first_line: int, kind: str, unit: Optional[str], chunk: bytes, spans: List[tuple]) -> int:
-        """Rows of one layout (every line `chunk`'s first line's length, its tokens at `spans`, every size token the
-        same): what add_columns adds for their columns, cutting from the bytes only the measured column's tokens.
+    def add_uniform(self, first_line: int, kind: str, unit: Optional[str], chunk: bytes, layout: _Layout) -> int:
+        """Rows of one layout (_uniform_layout: every line as long, its tokens at the same places, every size token
+        the same): what add_columns adds for their columns, cutting from the bytes only the measured column's tokens.
         Returns how many rows were added."""
-        length = chunk.index(b"\n") + 1
-        names = _ROW_COLUMNS[kind]
+        length, spans = layout
 
         def row(i: int) -> ResultRow:
-            words = chunk[i * length:(i + 1) * length].split()
-            return ResultRow(line=first_line + i, kind=kind, size=int(words[0]), iterations=int(words[1]),
-                             values={name: float(word) for name, word in zip(names, words[2:])}, unit=unit)
+            return _plain_row(first_line + i, kind, unit, chunk[i * length:(i + 1) * length].split())
 
         column = _measured_column(kind, len(spans))
         measured = None
@@ -636,9 +641,9 @@ class RunBuilder:
         run, kind = self.current, self.result_kind
         if run is None or kind is None or self.partner is not None:
             return False
-        spans = _uniform_layout(chunk, _WIDTH[kind])
-        if spans is not None:
-            run.last_line = number + self._stats_of(run).add_uniform(number, kind, self.result_unit, chunk, spans) - 1
+        layout = _uniform_layout(chunk, _WIDTH[kind])
+        if layout is not None:
+            run.last_line = number + self._stats_of(run).add_uniform(number, kind, self.result_unit, chunk, layout) - 1
             return True
         if chunk.translate(None, _ROW_CHARS):
             return False
