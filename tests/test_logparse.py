@@ -3,7 +3,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from rdmadoctor.logparse import parse_paths, parse_streams, parse_text
 from rdmadoctor.logparse.command import parse_command
@@ -520,6 +520,38 @@ def test_a_sampled_soak_of_one_layout_adds_up_as_rows_split_into_words(hyperscan
 def test_rows_of_one_layout_with_what_perftest_cannot_print_parse_as_split_rows(hyperscan_prefilter, odd):
     rows = "".join(_bw_row(65536, 5000, 9000.0, 9000.0, 0.14).replace("9000.00", odd, 1) for _ in range(20))
     _cut_as_split(_bw_table_header() + rows, hyperscan_prefilter)
+
+
+# a token perftest prints, twice as likely as one it cannot print
+_ROW_TOKENS = st.one_of(st.sampled_from(["9000.00", "0.14", "0.000000", "65536"]),
+                        st.sampled_from(["9000.00", "0.14", "0.000000", "65536"]),
+                        st.sampled_from(["0", "4294967296", "1.2.3", ".5", "5.", "10.00.5", "9000.00.5", "-1", "1e5",
+                                         "inf", "nan", "x", "9,000"]))
+
+
+@settings(max_examples=150, deadline=None)
+@example(rows=[("65536", "5000", ["9000.00.5", "0.14"], " ")], copies=3)       # a number with two points
+@given(rows=st.lists(st.tuples(st.sampled_from(["65536", "65536", "8", "0", "4294967296", "x"]),
+                               st.sampled_from(["5000", "5000", "10", "1.5", "-1"]),
+                               st.lists(_ROW_TOKENS, min_size=0, max_size=5), st.sampled_from([" ", "\t", "   "])),
+                     min_size=1, max_size=8),
+       copies=st.integers(1, 30))
+def test_any_table_of_tokens_parses_with_the_prefilter_as_when_every_line_is_read(hyperscan_prefilter, rows, copies):
+    """Whatever a table's rows hold (numbers perftest cannot print, words, blank lines, rows repeated into stretches of
+    one layout), the bulk paths neither crash nor read it differently from the line-by-line path."""
+    from unittest import mock
+
+    from rdmadoctor.logparse import prefilter
+    text = _bw_table_header() + "".join(" " + blank.join([size, count, *more]) + "\n"
+                                        for size, count, more, blank in rows) * copies
+
+    def shape():        # as text: a NaN figure equals itself
+        return repr([(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages], r.results,
+                      r.row_summary) for r in parse_text(text).runs])
+    with mock.patch.object(prefilter, "load", lambda *_a: None):
+        every_line = shape()
+    with mock.patch.object(prefilter, "load", lambda *_a: hyperscan_prefilter):
+        assert shape() == every_line
 
 
 def _cut_as_split(text: str, hyperscan_prefilter) -> list:
