@@ -398,18 +398,20 @@ def test_lines_beyond_ascii_parse_as_every_line_read(hyperscan_prefilter, monkey
     assert named == [i + 1 for i, byte in enumerate(data) if byte == 10]
 
 
-def _scanned_as_every_line_read(text: str, hyperscan_prefilter, monkeypatch) -> bool:
+def _scanned_as_every_line_read(text: str, hyperscan_prefilter) -> bool:
     """Whether the runs (lines, producer, messages, kept rows, row summary) come out the same with the prefilter as
-    when every line is read."""
+    when every line is read (compared as text: a NaN figure equals itself)."""
+    from unittest import mock
+
     from rdmadoctor.logparse import prefilter
 
-    def shape(parsed):
-        return [(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages],
-                 [(row.line, row.size) for row in r.results], r.row_summary) for r in parsed.runs]
-    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
-    every_line = shape(parse_text(text))
-    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
-    return shape(parse_text(text)) == every_line
+    def shape():
+        return repr([(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages], r.results,
+                      r.row_summary) for r in parse_text(text).runs])
+    with mock.patch.object(prefilter, "load", lambda *_a: None):
+        every_line = shape()
+    with mock.patch.object(prefilter, "load", lambda *_a: hyperscan_prefilter):
+        return shape() == every_line
 
 
 IMB_PINGPONG = ("#---------------------------------------------------\n"
@@ -430,12 +432,12 @@ FI_ROWS = ("bytes   #sent   #ack     total       time     MB/sec    usec/xfer   
     "kernel: noise\n" + IMB_PINGPONG.split("\n", 4)[4] + "$ mpirun -np 2 ./IMB-MPI1 PingPong\n" + IMB_PINGPONG,
     "7.25s  one two three\n  12  3.5\n" * 3,
 ])
-def test_rows_after_a_failed_perftest_run_parse_as_every_line_read(after, hyperscan_prefilter, monkeypatch):
+def test_rows_after_a_failed_perftest_run_parse_as_every_line_read(after, hyperscan_prefilter):
     """After perftest has spoken with no table open, only another producer's row can matter among the lines the
     main database does not name; such a row may make its producer the one talking, and the lines after it are read
     as that producer's, as when every line is read."""
     text = (SEED / "client.log").read_text() + after
-    assert _scanned_as_every_line_read(text, hyperscan_prefilter, monkeypatch)
+    assert _scanned_as_every_line_read(text, hyperscan_prefilter)
 
 
 def _bw_table_header() -> str:
@@ -539,19 +541,9 @@ _ROW_TOKENS = st.one_of(st.sampled_from(["9000.00", "0.14", "0.000000", "65536"]
 def test_any_table_of_tokens_parses_with_the_prefilter_as_when_every_line_is_read(hyperscan_prefilter, rows, copies):
     """Whatever a table's rows hold (numbers perftest cannot print, words, blank lines, rows repeated into stretches of
     one layout), the bulk paths neither crash nor read it differently from the line-by-line path."""
-    from unittest import mock
-
-    from rdmadoctor.logparse import prefilter
     text = _bw_table_header() + "".join(" " + blank.join([size, count, *more]) + "\n"
                                         for size, count, more, blank in rows) * copies
-
-    def shape():        # as text: a NaN figure equals itself
-        return repr([(r.first_line, r.last_line, r.producer, [(m.id, m.line) for m in r.messages], r.results,
-                      r.row_summary) for r in parse_text(text).runs])
-    with mock.patch.object(prefilter, "load", lambda *_a: None):
-        every_line = shape()
-    with mock.patch.object(prefilter, "load", lambda *_a: hyperscan_prefilter):
-        assert shape() == every_line
+    assert _scanned_as_every_line_read(text, hyperscan_prefilter)
 
 
 def _cut_as_split(text: str, hyperscan_prefilter) -> list:
@@ -586,12 +578,12 @@ def test_a_soak_of_one_size_is_cut_by_column(hyperscan_prefilter, monkeypatch):
 
 @pytest.mark.parametrize("inside", ["", "  0.00s  1.2  3.4  5.6\n", "kernel: [ 1.0] mlx5 0.00s a b c\n",
                                     "     1024   1000   1.51   700.54\n", "\n#---\n"])
-def test_rows_and_row_shaped_lines_inside_a_table_parse_as_every_line_read(inside, hyperscan_prefilter, monkeypatch):
+def test_rows_and_row_shaped_lines_inside_a_table_parse_as_every_line_read(inside, hyperscan_prefilter):
     """Lines with another producer's row shape inside perftest's open table are left to the stretch of rows; what
     is not perftest's row in that stretch is read line by line, as when every line is read."""
     rows = " 65536      5000     9000.12     8900.34     0.14\n" * 20
     text = "$ mpirun -np 2 ./IMB-MPI1 PingPong\n" + _bw_table_header() + rows + inside + rows
-    assert _scanned_as_every_line_read(text, hyperscan_prefilter, monkeypatch)
+    assert _scanned_as_every_line_read(text, hyperscan_prefilter)
 
 
 

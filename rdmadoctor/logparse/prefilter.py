@@ -272,13 +272,14 @@ def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
     compiles."""
     ids = _compiled_ids(sources)
     expressions = [_expression(sources[i][0]) for i in ids]
-    database = _database(hs, expressions, flags(hs), ids)
+    hs_flags = flags(hs)
+    database = _database(hs, expressions, hs_flags, ids)
     if database is not None:
         return database
-    for j in _rejected(hs, expressions, flags(hs)):
+    for j in _rejected(hs, expressions, hs_flags):
         literal = sources[ids[j]][1]
         expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
-    return _database(hs, expressions, flags(hs), ids)
+    return _database(hs, expressions, hs_flags, ids)
 
 
 def _database(hs, expressions: List[bytes], flags: int, ids: Optional[List[int]] = None):

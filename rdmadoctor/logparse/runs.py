@@ -48,8 +48,7 @@ def _number(text) -> float:
 def _plain_numbers(tokens: List[bytes]) -> bool:
     """Every token a number as perftest prints one (digits, at most one point, not at an end)."""
     text = b" ".join(tokens)
-    return not text.translate(None, b"0123456789. ") and not text.startswith(b".") and not text.endswith(b".") and \
-        b".." not in text.translate(None, b"0123456789") and b" ." not in text and b". " not in text
+    return not text.translate(None, b"0123456789. ") and _printable_numbers(text.translate(_SHAPE))
 
 
 class _Sketch:
