@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from rdmadoctor.logparse.command import shell_words
+from rdmadoctor.logparse.kept import KeptMessages
 from rdmadoctor.model import Command, HeaderField, Message, Run
 
 MAX_RUNS = 256
-MAX_MESSAGES = 400
 
 
 @dataclass(frozen=True)
@@ -184,8 +184,12 @@ class ProducerRuns:
         self.current: Dict[str, Run] = {}
         self.last: Optional[Run] = None
         self.dropped = 0
+        self._messages = KeptMessages()
 
     def _new(self, producer: str, number: int) -> Run:
+        replaced = self.current.get(producer)
+        if replaced is not None and replaced.index >= MAX_RUNS:
+            self._messages.forget(replaced)          # a run not kept, which gets no more messages
         run = Run(source=self.source, index=len(self.runs) + self.dropped, first_line=number, last_line=number,
                   producer=producer)
         if len(self.runs) < MAX_RUNS:
@@ -216,10 +220,7 @@ class ProducerRuns:
         run = self.last if joins and self.last is not None else self.current.get(producer)
         if run is None:
             run = self._new(producer, number)
-        if len(run.messages) < MAX_MESSAGES:
-            run.messages.append(message)
-        else:
-            run.messages_dropped += 1
+        self._messages.add(run, message)
         run.last_line = number
         self.last = run
         return run
@@ -229,5 +230,6 @@ class ProducerRuns:
         for run in self.runs + others:
             for name, value in settings.items():
                 run.settings.setdefault(name, value)
+        self._messages.clear()
         return self.runs
 

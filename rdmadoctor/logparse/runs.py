@@ -16,11 +16,11 @@ from operator import itemgetter
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
+from rdmadoctor.logparse.kept import KeptMessages
 from rdmadoctor.logparse.lines import Item
 from rdmadoctor.model import Address, Command, HeaderField, Message, ResultRow, Run
 
 MAX_RUNS = 256          # per source; a log with more runs keeps the first ones (and says so)
-MAX_MESSAGES = 400      # messages kept per run
 MAX_SIZES = 256         # message sizes whose first row a run keeps (perftest -a prints 23)
 SKETCH_VALUES = 1 << 18     # values of the measured column kept in the open run (median exact); beyond, a sketch
 PENDING_TOKENS = 1 << 14    # measured tokens a run holds unconverted, before its values are sampled
@@ -378,6 +378,7 @@ class RunBuilder:
         self.pending_label: Optional[dict] = None
         self._strength: dict = {}          # id(run) -> strength of the evidence for its side
         self._stats: Dict[int, RowStats] = {}   # id(run) -> its result rows, summarised
+        self._messages = KeptMessages()
         # A command started in the background ("ib_write_bw &") keeps printing while the next command
         # runs in the same terminal (a loopback test): their lines interleave. `partner` is that
         # background run while it has not finished; lines the current run already has go to it.
@@ -456,6 +457,7 @@ class RunBuilder:
         if run is not self.partner and run is not self.background:
             self._stats.pop(id(run), None)
             self._strength.pop(id(run), None)
+            self._messages.forget(run)
 
     def _run(self, line: int) -> Run:
         run = self.current if self.current is not None else self._start(line)
@@ -689,16 +691,14 @@ class RunBuilder:
         if side:
             strength = 3 if inline_side else 2
             self._set_side(run, side, f"prints '{m.text.strip()}'", strength)
-        if len(run.messages) >= MAX_MESSAGES:
-            run.messages_dropped += 1
-            return
-        run.messages.append(Message(id=m.pattern.id, kind=m.pattern.kind, text=m.text.strip(), line=number,
-                                    source=self.source, fields=dict(m.fields)))
+        message = Message(id=m.pattern.id, kind=m.pattern.kind, text=m.text.strip(), line=number,
+                          source=self.source, fields=dict(m.fields))
         if m.pattern.origin:
-            run.messages[-1].fields.setdefault("origin", m.pattern.origin)
-        run.messages[-1].fields.setdefault("phase", m.pattern.phase)
+            message.fields.setdefault("origin", m.pattern.origin)
+        message.fields.setdefault("phase", m.pattern.phase)
         if m.pattern.gen:
-            run.messages[-1].fields.setdefault("gen", m.pattern.gen)
+            message.fields.setdefault("gen", m.pattern.gen)
+        self._messages.add(run, message)
 
     def token_rows(self, number: int, tokens: List[bytes], width: int) -> None:
         """Rows of `width` numbers from a flattened table on line `number` (a line read in windows), as ASCII tokens."""
@@ -722,4 +722,5 @@ class RunBuilder:
                 run.results_dropped = stats.count - len(run.results)
                 run.row_summary = stats.summary()
         self._stats.clear()
+        self._messages.clear()
         return self.runs

@@ -1,0 +1,109 @@
+"""A run that prints more messages than it keeps still keeps every kind of message it printed: the error after a
+thousand ranks' INFO lines, the status 12 after hundreds of flush errors (logparse/kept.py)."""
+from rdmadoctor.engine.diagnose import explain
+from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.kept import MAX_MESSAGES, KeptMessages, kind_of
+from rdmadoctor.model import Message, Run
+
+# NCCL's lines as ncclIbInitDevices() and ncclIbTest() print them (src/transport/net_ib.cc, 2.18-2.19)
+NCCL_INFO = ("node{n}:{pid}:{tid} [{dev}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; "
+             "OOB eth0:10.0.0.{n}<0>")
+NCCL_WC = ("node3:25466:25600 [3] transport/net_ib.cc:1155 NCCL WARN NET/IB : Got completion from peer "
+           "10.2.8.{peer}<25466> with error {status}, opcode 0, len 0, vendor err {vendor} (Recv) "
+           "localGid fe80::966d:aeff:fe5d:0950 remoteGid fe80::1e92:cfff:fe87:ca50")
+
+
+def _info_lines(count: int) -> list:
+    return [NCCL_INFO.format(n=i % 200, pid=1000 + i, tid=2000 + i, dev=i % 8) for i in range(count)]
+
+
+def _nccl_messages(text: str) -> list:
+    runs = [r for r in parse_text(text).runs if r.producer == "nccl"]
+    assert len(runs) == 1
+    return runs[0].messages
+
+
+def test_the_error_after_a_thousand_info_lines_is_kept_and_explained():
+    text = "\n".join(_info_lines(1000) + [NCCL_WC.format(peer=2, status=12, vendor=129)]) + "\n"
+    messages = _nccl_messages(text)
+    assert len(messages) <= MAX_MESSAGES
+    errors = [m for m in messages if m.id == "NCCL.IB_WC_ERROR"]
+    assert [m.line for m in errors] == [1001]
+    diagnosis = explain(parse_text(text))
+    assert diagnosis.verdict.status == "failure"
+    assert diagnosis.findings[0].cause == "wrong-gid-index"
+
+
+def test_a_status_after_hundreds_of_another_status_is_kept():
+    flushes = [NCCL_WC.format(peer=i % 250, status=5, vendor=249) for i in range(600)]
+    text = "\n".join(_info_lines(50) + flushes + [NCCL_WC.format(peer=7, status=12, vendor=129)]) + "\n"
+    messages = _nccl_messages(text)
+    assert len(messages) == MAX_MESSAGES
+    statuses = [m.fields["status"] for m in messages if m.id == "NCCL.IB_WC_ERROR"]
+    assert statuses[-1] in (12, "12") and statuses.count(statuses[-1]) == 1
+    # the INFO lines, less severe and repeated, gave their place up first; the first of them is still there
+    assert messages[0].line == 1
+    assert [m.line for m in messages] == sorted(m.line for m in messages)
+
+
+def test_a_run_under_the_limit_keeps_every_message_in_order():
+    text = "\n".join(_info_lines(120) + [NCCL_WC.format(peer=1, status=12, vendor=129)] * 3) + "\n"
+    messages = _nccl_messages(text)
+    assert [m.line for m in messages] == list(range(1, 124))
+
+
+def test_one_kind_repeated_keeps_its_first_copies():
+    text = "\n".join(_info_lines(MAX_MESSAGES + 300)) + "\n"
+    runs = [r for r in parse_text(text).runs if r.producer == "nccl"]
+    assert [m.line for m in runs[0].messages] == list(range(1, MAX_MESSAGES + 1))
+    assert runs[0].messages_dropped == 300
+
+
+def test_a_perftest_run_keeps_its_completion_error_after_many_kernel_lines():
+    header = ["ib_write_bw -d mlx5_0 -x 3 192.0.2.1",
+              "---------------------------------------------------------------------------------------",
+              "                    RDMA_Write BW Test",
+              " Dual-port       : OFF\t\tDevice         : mlx5_0",
+              "---------------------------------------------------------------------------------------"]
+    kernel = [f"mlx5_core 0000:3b:00.0: Port module event: module {i % 2}, Cable plugged" for i in range(700)]
+    failure = [" Completion with error at client", " Failed status 12: wr_id 0 syndrom 0x81"]
+    runs = parse_text("\n".join(header + kernel + failure) + "\n").runs
+    perftest = [r for r in runs if r.producer == "perftest"]
+    assert len(perftest) == 1
+    ids = [m.id for m in perftest[0].messages]
+    assert len(ids) <= MAX_MESSAGES
+    assert "T01S" in ids and ids[-1] == "T01S"
+    assert perftest[0].messages_dropped + len(ids) == 702
+
+
+def _message(i: int, kind: str = "notice", mid: str = "X", **fields) -> Message:
+    return Message(id=mid, kind=kind, text=f"line {i}", line=i, source="t", fields=fields)
+
+
+def test_hostile_codes_stay_bounded():
+    keep, run = KeptMessages(), Run(source="t", index=0, first_line=1, last_line=1)
+    for i in range(5000):
+        keep.add(run, _message(i, "error", "E", status=str(i)))
+    assert len(run.messages) == MAX_MESSAGES
+    assert run.messages_dropped == 5000 - MAX_MESSAGES
+
+
+def test_kinds_are_told_apart_by_codes_not_by_addresses():
+    a = _message(1, "error", "E", status="12", peer="10.0.0.1")
+    b = _message(2, "error", "E", status="12", peer="10.0.0.2")
+    c = _message(3, "error", "E", status="5", peer="10.0.0.1")
+    assert kind_of(a) == kind_of(b) != kind_of(c)
+
+
+def test_the_least_severe_repeated_kind_gives_its_place_up():
+    keep, run = KeptMessages(), Run(source="t", index=0, first_line=1, last_line=1)
+    for i in range(MAX_MESSAGES - 2):
+        keep.add(run, _message(i, "error", "E", status="5"))
+    keep.add(run, _message(1000, "notice", "N"))
+    keep.add(run, _message(1001, "notice", "N"))
+    keep.add(run, _message(1002, "warning", "W"))          # a new kind: one of the two notices goes
+    assert [m.line for m in run.messages if m.id == "N"] == [1000]
+    keep.add(run, _message(1003, "error", "E", status="12"))   # no notice repeats now: an error of status 5 goes
+    assert len(run.messages) == MAX_MESSAGES
+    assert sum(1 for m in run.messages if m.fields.get("status") == "5") == MAX_MESSAGES - 3
+    assert run.messages[-1].line == 1003
