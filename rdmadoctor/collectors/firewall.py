@@ -45,10 +45,11 @@ def _peer_route(ctx: CollectContext) -> Dict[str, Optional[str]]:
     if not ctx.peer or not ctx.live:
         return {}
     try:
+        import ipaddress
         import socket
-        from rdmadoctor.collectors.netlink import pyroute2_api
-        with pyroute2_api().IPRoute() as ipr:
-            r = list(ipr.route("get", dst=ctx.peer))[0]
+        from rdmadoctor.collectors.netlink import Rtnetlink, pyroute2_api
+        with Rtnetlink(pyroute2_api()) as ipr:
+            r = ipr.route_to(ipaddress.ip_address(ctx.peer))[0]
             oif = r.get_attr("RTA_OIF")
             return {"dst": r.get_attr("RTA_PREFSRC"), "iif": socket.if_indextoname(oif) if oif else None}
     except Exception:        # noqa: BLE001 - unknown stays unknown

@@ -1,6 +1,7 @@
 """netlink, limits, ports, pci, versions: fixture trees, recorded lab facts, and live loopback-only checks."""
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -37,15 +38,17 @@ def test_netlink_live_loopback_peer():
     assert data["peer"]["route"]["type"] == "local" and data["peer"]["route"]["ifname"] == "lo"
 
 
-def test_pyroute2_api_loads_iproute_without_the_whole_package_and_leaves_it_importable():
+def test_pyroute2_api_loads_the_messages_without_the_whole_package_or_asyncio_and_leaves_it_importable():
     pytest.importorskip("pyroute2")
     code = ("import json, sys\n"
             "from rdmadoctor.collectors.netlink import pyroute2_api\n"
             "api = pyroute2_api()\n"
             "out = {'package_left': 'pyroute2' in sys.modules, 'ndb_loaded': 'pyroute2.ndb.main' in sys.modules,\n"
-            "       'module': api.IPRoute.__module__, 'version': api.version}\n"
+            "       'asyncio_loaded': 'asyncio' in sys.modules, 'iproute_loaded': 'pyroute2.iproute' in sys.modules,\n"
+            "       'module': api.ifinfmsg.__module__, 'version': api.version}\n"
             "import pyroute2\n"
-            "out.update(same_class=pyroute2.IPRoute is api.IPRoute, has_ndb=hasattr(pyroute2, 'NDB'),\n"
+            "from pyroute2.netlink.rtnl.rtmsg import rtmsg\n"
+            "out.update(same_class=rtmsg is api.rtmsg, has_ndb=hasattr(pyroute2, 'NDB'),\n"
             "           error_class=pyroute2.NetlinkError is api.NetlinkError)\n"
             "print(json.dumps(out))\n")
     import json
@@ -55,8 +58,33 @@ def test_pyroute2_api_loads_iproute_without_the_whole_package_and_leaves_it_impo
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["package_left"] is False and out["ndb_loaded"] is False
-    assert out["module"] == "pyroute2.iproute.linux"
+    assert out["asyncio_loaded"] is False and out["iproute_loaded"] is False
+    assert out["module"] == "pyroute2.netlink.rtnl.ifinfmsg"
     assert out["same_class"] and out["error_class"] and out["has_ndb"]
+
+
+def test_the_route_to_an_unreachable_peer_is_the_kernels_error(tmp_path):
+    """In a network namespace of its own (only lo, down) the kernel has no route to 192.0.2.1: the peer's route is
+    ENETUNREACH, read from the NLMSG_ERROR answer, and the dumps still end."""
+    pytest.importorskip("pyroute2")
+    import json
+    import shutil
+    import subprocess
+    import sys
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a network namespace here")
+    code = ("import json\n"
+            "from rdmadoctor.collectors import CollectContext\n"
+            "from rdmadoctor.collectors.netlink import collect\n"
+            "print(json.dumps(collect(CollectContext(peer='192.0.2.1'))))\n")
+    res = subprocess.run([unshare, "-n", sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [link["ifname"] for link in data["links"]] == ["lo"] and data["links"][0]["admin_up"] is False
+    assert data["addresses"] == [] and data["routes"] == []
+    assert data["peer"]["route"] == {"errno": 101, "error": "101: Network is unreachable"}
 
 
 @pytest.mark.parametrize("rel, version", [("bookworm", "0.7.2"), ("trixie", "0.9.7")])
