@@ -135,6 +135,8 @@ class _Source:
         """Lines no pattern of the main database matches: result rows when a table is open (or when another producer
         is talking, for a row makes perftest the one talking), and rows of another producer's table (rows.SHAPE),
         otherwise nothing."""
+        if chunk.isspace():
+            return                  # blank lines: read line by line, each is skipped (_each_line)
         builder = self.builder
         table_open = builder.table_open
         if table_open and builder.bulk_rows(number, chunk):

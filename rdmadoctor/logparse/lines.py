@@ -198,6 +198,13 @@ def _numbers(stripped: str) -> Optional[Tuple[Item, ...]]:
 # addresses, counters, sizes). The classifier reuses what it found in one line of a shape for the next when that is
 # certain (see LineClassifier._plan).
 _SHAPE = str.maketrans("123456789", "000000000")
+_SHAPE_BYTES = bytes.maketrans(b"123456789", b"000000000")
+
+
+def line_shape(line: str) -> bytes:
+    """A line's shape, made from its UTF-8 bytes, where it takes a twentieth of the time: an ASCII digit's byte is
+    never part of another character's, so two lines have one shape as bytes exactly when they have one as text."""
+    return line.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES)
 
 
 def _has_digit(word: str) -> bool:
@@ -225,7 +232,7 @@ class LineClassifier:
     def __init__(self):
         self.catalog = catalog.load()
         self._cache: Dict[str, Tuple[Item, ...]] = {}
-        self._shapes: Dict[str, tuple] = {}
+        self._shapes: Dict[bytes, tuple] = {}
         self._digit_words = _DIGIT_WORDS | {w.translate(_SHAPE) for w in self.catalog.keywords if _has_digit(w)}
         self.flattened = 0
 
@@ -241,7 +248,7 @@ class LineClassifier:
         varying = self._varying(stripped)
         if varying is not None:
             return varying
-        shape = line.translate(_SHAPE)
+        shape = line_shape(line)
         plan = self._shapes.get(shape)
         if plan is None:
             items = self._read(line, stripped, allowed, shape)
@@ -257,7 +264,7 @@ class LineClassifier:
             self._cache[line] = items
         return items
 
-    def _read(self, line: str, stripped: str, allowed: Optional[AbstractSet[int]], shape: Optional[str]):
+    def _read(self, line: str, stripped: str, allowed: Optional[AbstractSet[int]], shape: Optional[bytes]):
         """The line read through; `shape`: its shape, when how it was read is to be kept for the shape."""
         words = catalog.line_words(line)
         matches: List[catalog.Match] = []
