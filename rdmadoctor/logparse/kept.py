@@ -4,7 +4,8 @@ A job's log repeats: every rank prints the same INFO lines, every queue pair the
 first MAX_MESSAGES messages; after them, a message of a kind the run has not kept yet still goes in, in the place
 of the last kept copy of the kind the run holds most copies of (notices before warnings, warnings before errors).
 So the decisive error that a thousand ranks' INFO lines precede is kept, and so is a status 12 that follows
-hundreds of status 5 flush errors; what is not kept is counted in `Run.messages_dropped`.
+hundreds of status 5 flush errors. Only a run whose 400 kept messages are 400 kinds, one copy each, turns a new kind
+away. What is not kept is counted in `Run.messages_dropped`.
 
 A kind is a message's catalogue id and its codes (the fields that say what went wrong, not where): two completions
 with error 12 from two peers are one kind, error 12 and error 5 are two.
