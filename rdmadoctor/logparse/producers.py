@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse.command import shell_words
 from rdmadoctor.logparse.kept import KeptMessages
@@ -176,7 +176,10 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
 
 class ProducerRuns:
     """The runs of the producers other than perftest in one source: a command line starts a run; a message starts
-    one when none is open; a library's message (libibverbs, the kernel) joins the run that is open."""
+    one when none is open; a library's message (libibverbs, the kernel) joins the run that is open.
+
+    A source keeps its first MAX_RUNS runs; a later run that prints an error takes the place of the last kept run
+    without one (as perftest's runs do: runs.RunBuilder), so a failure after hundreds of healthy runs is examined."""
 
     def __init__(self, source: str):
         self.source = source
@@ -185,19 +188,44 @@ class ProducerRuns:
         self.last: Optional[Run] = None
         self.dropped = 0
         self._messages = KeptMessages()
+        self._kept: Set[int] = set()       # id() of the runs in self.runs (each alive while kept, so never reused)
+        self._failed: Set[int] = set()     # id() of the kept runs that printed an error
+        self._healthy: List[Run] = []      # kept runs, in order, that may have printed no error (see _failed)
 
     def _new(self, producer: str, number: int) -> Run:
         replaced = self.current.get(producer)
-        if replaced is not None and replaced.index >= MAX_RUNS:
+        if replaced is not None and id(replaced) not in self._kept:
             self._messages.forget(replaced)          # a run not kept, which gets no more messages
         run = Run(source=self.source, index=len(self.runs) + self.dropped, first_line=number, last_line=number,
                   producer=producer)
         if len(self.runs) < MAX_RUNS:
-            self.runs.append(run)
+            self._keep(run)
         else:
             self.dropped += 1
         self.current[producer] = run
         return run
+
+    def _keep(self, run: Run) -> None:
+        self.runs.append(run)
+        self._kept.add(id(run))
+        self._healthy.append(run)
+
+    def _failure(self, run: Run) -> None:
+        """`run` printed an error: a run not kept takes the place of the last kept run without an error, if any."""
+        if id(run) in self._kept:
+            self._failed.add(id(run))
+            return
+        while self._healthy:
+            healthy = self._healthy.pop()
+            if id(healthy) in self._failed or id(healthy) not in self._kept:
+                continue
+            del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is healthy)]
+            self._kept.discard(id(healthy))
+            self._messages.forget(healthy)
+            self.runs.append(run)
+            self._kept.add(id(run))
+            self._failed.add(id(run))
+            return
 
     def command(self, number: int, parsed: Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]) -> Run:
         name, tool, argv, options, host, text = parsed
@@ -221,6 +249,8 @@ class ProducerRuns:
         if run is None:
             run = self._new(producer, number)
         self._messages.add(run, message)
+        if message.kind == "error" and id(run) not in self._failed:
+            self._failure(run)
         run.last_line = number
         self.last = run
         return run

@@ -1,8 +1,10 @@
-"""A run that prints more messages than it keeps still keeps every kind of message it printed: the error after a
-thousand ranks' INFO lines, the status 12 after hundreds of flush errors (logparse/kept.py)."""
+"""What a log keeps never hides its evidence: a run that prints more messages than it keeps still keeps every kind
+it printed (the error after a thousand ranks' INFO lines, the status 12 after hundreds of flush errors:
+logparse/kept.py), and a source with more runs than it keeps still examines the run that failed."""
 from rdmadoctor.engine.diagnose import explain
 from rdmadoctor.logparse import parse_text
 from rdmadoctor.logparse.kept import MAX_MESSAGES, KeptMessages, kind_of
+from rdmadoctor.logparse.producers import MAX_RUNS
 from rdmadoctor.model import Message, Run
 
 # NCCL's lines as ncclIbInitDevices() and ncclIbTest() print them (src/transport/net_ib.cc, 2.18-2.19)
@@ -107,3 +109,40 @@ def test_the_least_severe_repeated_kind_gives_its_place_up():
     assert len(run.messages) == MAX_MESSAGES
     assert sum(1 for m in run.messages if m.fields.get("status") == "5") == MAX_MESSAGES - 3
     assert run.messages[-1].line == 1003
+
+
+# ibv_rc_pingpong as rdma-core's libibverbs/examples/rc_pingpong.c prints a healthy run (its addresses, then the
+# bandwidth and latency lines) and a run whose QP cannot be connected (pp_connect_ctx(): "Failed to modify QP to RTR",
+# then main(): "Couldn't connect to remote QP")
+PINGPONG = ["$ ibv_rc_pingpong -d rxe0 -g 1 192.0.2.1",
+            "  local address:  LID 0x0000, QPN 0x000011, PSN 0x0c7a5d, GID fe80::5054:ff:fe12:3456",
+            "  remote address: LID 0x0000, QPN 0x000012, PSN 0x0c7a5e, GID fe80::5054:ff:fe12:3457",
+            "8192000 bytes in 0.01 seconds = 6553.60 Mbit/sec",
+            "1000 iters in 0.01 seconds = 10.00 usec/iter"]
+PINGPONG_FAILED = PINGPONG[:2] + ["Failed to modify QP to RTR", "Couldn't connect to remote QP"]
+
+
+def test_a_failed_run_after_more_healthy_runs_than_a_source_keeps_is_examined():
+    text = "\n".join(PINGPONG * (MAX_RUNS + 44) + PINGPONG_FAILED + PINGPONG * 3) + "\n"
+    parsed = parse_text(text)
+    assert len(parsed.runs) == MAX_RUNS and parsed.sources[0].runs_dropped == 48
+    failed = [r for r in parsed.runs if any(m.kind == "error" for m in r.messages)]
+    assert [r.first_line for r in failed] == [(MAX_RUNS + 44) * len(PINGPONG) + 1]
+    # it took the place of the last kept run: the first runs are still there, in order
+    assert [r.first_line for r in parsed.runs[:3]] == [1, 6, 11]
+    assert [r.first_line for r in parsed.runs] == sorted(r.first_line for r in parsed.runs)
+    diagnosis = explain(parsed)
+    assert diagnosis.verdict.status == "failure"
+
+
+def test_more_healthy_runs_than_a_source_keeps_are_not_a_failure():
+    parsed = parse_text("\n".join(PINGPONG * (MAX_RUNS + 44)) + "\n")
+    assert len(parsed.runs) == MAX_RUNS and parsed.sources[0].runs_dropped == 44
+    assert not any(m.kind == "error" for r in parsed.runs for m in r.messages)
+    assert explain(parsed).verdict.status != "failure"
+
+
+def test_failed_runs_beyond_a_source_of_failed_runs_keep_the_first():
+    parsed = parse_text("\n".join(PINGPONG_FAILED * (MAX_RUNS + 20)) + "\n")
+    assert len(parsed.runs) == MAX_RUNS
+    assert [r.first_line for r in parsed.runs] == [1 + i * len(PINGPONG_FAILED) for i in range(MAX_RUNS)]
