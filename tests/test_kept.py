@@ -3,8 +3,7 @@ it printed (the error after a thousand ranks' INFO lines, the status 12 after hu
 logparse/kept.py), and a source with more runs than it keeps still examines the run that failed."""
 from rdmadoctor.engine.diagnose import explain
 from rdmadoctor.logparse import parse_text
-from rdmadoctor.logparse.kept import MAX_MESSAGES, KeptMessages, kind_of
-from rdmadoctor.logparse.producers import MAX_RUNS
+from rdmadoctor.logparse.kept import MAX_MESSAGES, MAX_RUNS, KeptMessages, kind_of
 from rdmadoctor.model import Message, Run
 
 # NCCL's lines as ncclIbInitDevices() and ncclIbTest() print them (src/transport/net_ib.cc, 2.18-2.19)

@@ -1,4 +1,7 @@
-"""Which messages a run keeps when it prints more than it can keep.
+"""What a source keeps when it prints more than it can: its first MAX_RUNS runs, each run's messages.
+
+A source keeps MAX_RUNS runs; a later run that failed takes the place of the last kept run without an error
+(runs.RunBuilder for perftest's runs, producers.ProducerRuns for the others').
 
 A job's log repeats: every rank prints the same INFO lines, every queue pair the same flush error. A run keeps its
 first MAX_MESSAGES messages; after them, a message of a kind the run has not kept yet still goes in, in the place
@@ -17,6 +20,7 @@ from typing import Dict, Hashable, Tuple
 
 from rdmadoctor.model import Message, Run
 
+MAX_RUNS = 256          # runs kept per source
 MAX_MESSAGES = 400      # messages kept per run
 # the fields that carry a code: a status, an errno, a return value, an event; not an address, a size or a count
 CODE_FIELDS = ("status", "status_name", "ucs_status", "errno", "code", "ret", "err", "error", "event",

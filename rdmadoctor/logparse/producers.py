@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse.command import shell_words
-from rdmadoctor.logparse.kept import KeptMessages
+from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
 from rdmadoctor.model import Command, HeaderField, Message, Run
-
-MAX_RUNS = 256
 
 
 @dataclass(frozen=True)

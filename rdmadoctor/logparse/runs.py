@@ -16,11 +16,10 @@ from operator import itemgetter
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
-from rdmadoctor.logparse.kept import KeptMessages
+from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
 from rdmadoctor.logparse.lines import Item
 from rdmadoctor.model import Address, Command, HeaderField, Message, ResultRow, Run
 
-MAX_RUNS = 256          # per source; a log with more runs keeps the first ones (and says so)
 MAX_SIZES = 256         # message sizes whose first row a run keeps (perftest -a prints 23)
 SKETCH_VALUES = 1 << 18     # values of the measured column kept in the open run (median exact); beyond, a sketch
 PENDING_TOKENS = 1 << 14    # measured tokens a run holds unconverted, before its values are sampled
