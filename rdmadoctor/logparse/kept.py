@@ -16,6 +16,7 @@ with error 12 from two peers are one kind, error 12 and error 5 are two.
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from typing import Dict, Hashable, Tuple
 
 from rdmadoctor.model import Message, Run
@@ -26,6 +27,7 @@ MAX_MESSAGES = 400      # messages kept per run
 CODE_FIELDS = ("status", "status_name", "ucs_status", "errno", "code", "ret", "err", "error", "event",
                "async_event", "event_status", "syndrome", "vendor_err")
 _SEVERITY = {"notice": 0, "warning": 1, "error": 2}
+_LEAST_WORTH = itemgetter(0, 1)       # of (severity, -copies, kind): the least severe, then the most copies
 
 
 def kind_of(message: Message) -> Tuple[Hashable, ...]:
@@ -35,12 +37,22 @@ def kind_of(message: Message) -> Tuple[Hashable, ...]:
     return (_SEVERITY.get(message.kind, 2), message.id, *codes)
 
 
+class _Held:
+    """What is held about a full run: how many copies of each kind it keeps, and how many kinds have more than one."""
+    __slots__ = ("run", "copies", "repeated")
+
+    def __init__(self, run: Run):
+        self.run = run              # (held, so that its id is not another run's while it is here)
+        self.copies = Counter(map(kind_of, run.messages))
+        self.repeated = sum(1 for n in self.copies.values() if n > 1)
+
+
 class KeptMessages:
-    """The messages of a builder's runs, bounded per run. What it holds about a run (how many copies of each kind the
-    run keeps) is made when the run first fills up, and held until `forget`."""
+    """The messages of a builder's runs, bounded per run. What it holds about a run is made when the run first fills
+    up, and held until `forget`."""
 
     def __init__(self):
-        self._full: Dict[int, Tuple[Run, Counter]] = {}     # id(run) -> (the run, copies kept of each kind)
+        self._full: Dict[int, _Held] = {}     # id(run) -> what is held about it
 
     def add(self, run: Run, message: Message) -> None:
         messages = run.messages
@@ -49,22 +61,23 @@ class KeptMessages:
             return
         held = self._full.get(id(run))
         if held is None:
-            held = self._full[id(run)] = (run, Counter(map(kind_of, messages)))
-        copies = held[1]
-        kind = kind_of(message)
+            held = self._full[id(run)] = _Held(run)
         run.messages_dropped += 1
+        if not held.repeated:
+            return      # every kept message is the only one of its kind: the newcomer is the one left out
+        copies = held.copies
+        kind = kind_of(message)
         if kind in copies:
             return
-        repeated = [(k[0], -n, k) for k, n in copies.items() if n > 1]
-        if not repeated:
-            return               # every kept message is the only one of its kind: the newcomer is the one left out
-        victim = min(repeated, key=lambda r: r[:2])[2]
+        victim = min(((k[0], -n, k) for k, n in copies.items() if n > 1), key=_LEAST_WORTH)[2]
         for i in range(len(messages) - 1, -1, -1):
             if kind_of(messages[i]) == victim:
                 del messages[i]
                 break
         copies[victim] -= 1
-        copies[kind] += 1
+        if copies[victim] == 1:
+            held.repeated -= 1
+        copies[kind] = 1
         messages.append(message)
 
     def forget(self, run: Run) -> None:
@@ -73,4 +86,3 @@ class KeptMessages:
 
     def clear(self) -> None:
         self._full.clear()
-
