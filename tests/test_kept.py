@@ -132,6 +132,8 @@ def test_a_failed_run_after_more_healthy_runs_than_a_source_keeps_is_examined():
     assert [r.first_line for r in parsed.runs] == sorted(r.first_line for r in parsed.runs)
     diagnosis = explain(parsed)
     assert diagnosis.verdict.status == "failure"
+    assert diagnosis.notes == [f"<text>: 48 run(s) beyond the {MAX_RUNS} kept were not examined one by one (a run "
+                               "that failed is kept in the place of one that did not, while one is left)"]
 
 
 def test_more_healthy_runs_than_a_source_keeps_are_not_a_failure():

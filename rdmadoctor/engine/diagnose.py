@@ -70,7 +70,8 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
         rules += tuple(r for r in table.of_scope("facts") if r.paste)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
     notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
-             "kept were not examined one by one (a run that failed is always kept)" for s in parsed.sources
+             "kept were not examined one by one (a run that failed is kept in the place of one that did not, while "
+             "one is left)" for s in parsed.sources
              if s.runs_dropped]
     return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
                      notes=notes,
