@@ -188,7 +188,9 @@ class ProducerRuns:
         self._messages = KeptMessages()
         self._kept: Set[int] = set()       # id() of the runs in self.runs (each alive while kept, so never reused)
         self._failed: Set[int] = set()     # id() of the kept runs that printed an error
-        self._healthy: List[Run] = []      # kept runs, in order, that may have printed no error (see _failed)
+        # the kept runs, in order, that may have printed no error (see _failed): a run leaves it before it is evicted,
+        # so every run in it is kept
+        self._healthy: List[Run] = []
 
     def _new(self, producer: str, number: int) -> Run:
         replaced = self.current.get(producer)
@@ -215,7 +217,7 @@ class ProducerRuns:
             return
         while self._healthy:
             healthy = self._healthy.pop()
-            if id(healthy) in self._failed or id(healthy) not in self._kept:
+            if id(healthy) in self._failed:
                 continue
             del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is healthy)]
             self._kept.discard(id(healthy))
