@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
+from typing import Callable, Optional, TypeVar
 
 import pytest
 
@@ -21,6 +23,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.lab.scenarios import PAIRS  # noqa: E402
+
+T = TypeVar("T")
 
 REQUIRED_TOOLS = {"qemu-system-x86_64": "qemu-system-x86", "debootstrap": "debootstrap", "mkfs.ext4": "e2fsprogs"}
 
@@ -41,6 +45,26 @@ class LabManager:
         else:
             self.lab.ensure(h1, h2)
         return self.lab
+
+    def run(self, pair: str, fn: "Callable[[object], T]", record: Optional[Path] = None) -> T:
+        """``fn(lab)`` on the pair. When a guest is gone in the middle (a kernel panic, QEMU exiting),
+        that says nothing of what fn tests: the gone guest's console goes to ``record/guest-gone.txt``
+        and into a warning, a fresh guest boots in its place and fn runs once more. A guest gone twice
+        fails the test."""
+        from tests.lab.vm import GuestGone
+        if record is not None:
+            (Path(record) / "guest-gone.txt").unlink(missing_ok=True)
+        lab = self.get(pair)
+        try:
+            return fn(lab)
+        except GuestGone as gone:
+            if record is not None:
+                Path(record).mkdir(parents=True, exist_ok=True)
+                (Path(record) / "guest-gone.txt").write_text(str(gone) + "\n")
+            warnings.warn("%s: ran again on a fresh guest after this one was gone: %s" % (pair, gone),
+                          stacklevel=2)
+            lab = self.get(pair)
+            return fn(lab)
 
     def close(self):
         if self.lab is not None:

@@ -51,11 +51,11 @@ def explain(paths):
 @pytest.mark.lab
 @pytest.mark.parametrize("pair,scenario", CASES, ids=["%s-%s" % (p, s.name) for p, s in CASES])
 def test_scenario(lab_manager, pair, scenario):
-    lab = lab_manager.get(pair)
     out = ARTIFACTS / pair / scenario.name
     live_check = scenario.expect_check is not None and (pair in CHECK_PAIRS or
                                                         os.environ.get("RDMADOCTOR_LAB_FACTS") == "1")
-    meta = run_scenario(lab, scenario, out, facts=live_check, recorder="pytest tests/lab/test_matrix.py")
+    meta = lab_manager.run(pair, lambda lab: run_scenario(lab, scenario, out, facts=live_check,
+                                                          recorder="pytest tests/lab/test_matrix.py"), out)
     logs = meta["_logs"]
 
     # The lab reproduced the fault (ground truth that the fixtures and docs rely on).

@@ -35,9 +35,9 @@ CASES = [BY_NAME[name] for name in LIVE if PAIR in BY_NAME[name].run_pairs()]
 @pytest.mark.lab
 @pytest.mark.parametrize("run", CASES, ids=[r.name.replace("/", "-") for r in CASES])
 def test_producer_live(lab_manager, run):
-    lab = lab_manager.get(PAIR)
-    meta = run_producer(lab, run, ARTIFACTS / PAIR / run.scenario / run.producer.name,
-                        recorder="pytest tests/lab/test_producers.py")
+    out = ARTIFACTS / PAIR / run.scenario / run.producer.name
+    meta = lab_manager.run(PAIR, lambda lab: run_producer(lab, run, out, recorder="pytest tests/lab/test_producers.py"),
+                           out)
     logs = meta["_logs"]
     for role, lines in run.lines(PAIR).items():
         text = logs.get(role + ".log", "")

@@ -121,6 +121,15 @@ class LabError(RuntimeError):
     pass
 
 
+class GuestGone(LabError):
+    """A guest stopped answering because it is gone: QEMU exited (a kernel panic reboots, and ``-no-reboot``
+    makes that an exit) or its control connection closed. The guest failed, not the command it ran."""
+
+    def __init__(self, message: str, host: str, console: str):
+        super().__init__(message)
+        self.host, self.console = host, console
+
+
 @dataclass
 class Result:
     rc: Optional[int]
@@ -230,7 +239,13 @@ class AgentClient:
     def post(self, request: Dict) -> None:
         """Sends without waiting (for requests the agent does not answer, e.g. stream bytes)."""
         with self.send_lock:
-            self.sock.sendall((json.dumps(request) + "\n").encode())
+            try:
+                self.sock.sendall((json.dumps(request) + "\n").encode())
+            except OSError:
+                with self.cond:
+                    self.closed = True
+                    self.cond.notify_all()
+                raise
 
     def receive(self, rid: int, timeout: float) -> Optional[Dict]:
         deadline = time.monotonic() + timeout
@@ -337,6 +352,36 @@ class LabVM:
             raise LabError("%s: QEMU exited (rc %s)%s" % (
                 self.name, None if self.proc is None else self.proc.returncode, self.console_tail()))
 
+    @property
+    def alive(self) -> bool:
+        """QEMU runs and the control connection is open (says nothing about the guest's RDMA state)."""
+        return (self.proc is not None and self.proc.poll() is None and self.agent is not None
+                and not self.agent.closed)
+
+    def gone(self, cause: BaseException) -> GuestGone:
+        """The error for a guest that is gone, with QEMU's exit status and the console's last lines."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)  # a panicking guest's QEMU exits moments after the connection closes
+            except subprocess.TimeoutExpired:
+                pass
+        rc = None if self.proc is None else self.proc.poll()
+        state = ("QEMU exited with status %s" % rc if rc is not None
+                 else "QEMU still runs but the control connection closed")
+        tail = self.console_tail(60)
+        return GuestGone("%s (%s) is gone: %s (%s: %s)%s" % (
+            self.name, self.release, state, type(cause).__name__, cause, tail), self.name, tail)
+
+    def _call(self, request: Dict, timeout: float) -> Dict:
+        if self.agent is None:
+            raise LabError("%s is not running" % self.name)
+        try:
+            return self.agent.call(request, timeout)
+        except (LabError, OSError) as error:
+            if isinstance(error, OSError) or not self.alive:
+                raise self.gone(error) from error
+            raise
+
     def console_tail(self, lines: int = 25) -> str:
         try:
             text = self.console_path.read_text(errors="replace")
@@ -397,10 +442,8 @@ class LabVM:
     def run(self, cmd, timeout: float = 60, user: Optional[str] = None, pty: bool = False,
             env: Optional[Dict] = None, rlimits: Optional[Dict] = None, stdin: Optional[str] = None) -> Result:
         """Runs a command (a shell string or an argv list) and waits for it (killed at ``timeout``)."""
-        if self.agent is None:
-            raise LabError("%s is not running" % self.name)
-        answer = self.agent.call(dict(self._request(cmd, timeout, user, pty, env, rlimits, stdin), op="run"),
-                                 timeout + 15)
+        answer = self._call(dict(self._request(cmd, timeout, user, pty, env, rlimits, stdin), op="run"),
+                            timeout + 15)
         return Result.from_answer(answer)
 
     def put(self, path: str, text: str, mode: str = "0644", owner: str = "root") -> None:
@@ -418,17 +461,17 @@ class LabVM:
 
     def spawn(self, cmd, user: Optional[str] = None, pty: bool = False, env: Optional[Dict] = None,
               rlimits: Optional[Dict] = None) -> int:
-        answer = self.agent.call(dict(self._request(cmd, 0, user, pty, env, rlimits), op="spawn"), 30)
+        answer = self._call(dict(self._request(cmd, 0, user, pty, env, rlimits), op="spawn"), 30)
         return answer["handle"]
 
     def peek(self, handle: int) -> Dict:
-        return self.agent.call({"op": "peek", "handle": handle}, 30)
+        return self._call({"op": "peek", "handle": handle}, 30)
 
     def wait(self, handle: int, timeout: float) -> Result:
-        return Result.from_answer(self.agent.call({"op": "wait", "handle": handle, "timeout": timeout}, timeout + 15))
+        return Result.from_answer(self._call({"op": "wait", "handle": handle, "timeout": timeout}, timeout + 15))
 
     def kill(self, handle: int) -> None:
-        self.agent.call({"op": "kill", "handle": handle}, 30)
+        self._call({"op": "kill", "handle": handle}, 30)
 
     # ---- TCP through the control channel ----------------------------------------------------------
     def forward(self, guest_port: int) -> int:
@@ -618,6 +661,17 @@ class Lab:
     def replace(self, name: str, release: str) -> LabVM:
         """Shuts ``name`` down and boots ``release`` in its place on the same wire (same ports, address)."""
         started = time.monotonic()
+        vm = self._boot_in_place(name, release)
+        try:
+            self.reset()
+        except BaseException:
+            vm.kill_qemu()
+            raise
+        self.timings["replace-%s-%s" % (name, release)] = round(time.monotonic() - started, 1)
+        return vm
+
+    def _boot_in_place(self, name: str, release: str) -> LabVM:
+        """``replace`` up to the baseline: a booted guest with RDMA and ssh set up."""
         old = self.hosts.pop(name, None)
         if old is not None:
             old.shutdown()
@@ -629,21 +683,36 @@ class Lab:
             self.releases[name] = release
             self._setup_host(vm)
             self._setup_ssh(vm)
-            self.reset()
         except BaseException:
             vm.kill_qemu()
             raise
-        self.timings["replace-%s-%s" % (name, release)] = round(time.monotonic() - started, 1)
         return vm
 
     def ensure(self, h1: str, h2: str, *more: str) -> None:
-        """Makes the lab run these releases, replacing only the hosts that differ."""
-        for i, release in enumerate((h1, h2) + tuple(more)):
-            name = "h%d" % (i + 1)
-            if name not in self.releases:
-                raise LabError("this lab has no host %s" % name)
-            if self.releases[name] != release or name not in self.hosts:
+        """Makes the lab run these releases, replacing the hosts that differ and the hosts that are gone."""
+        wanted = {"h%d" % (i + 1): release for i, release in enumerate((h1, h2) + tuple(more))}
+        unknown = sorted(set(wanted) - set(self.releases))
+        if unknown:
+            raise LabError("this lab has no host %s" % ", ".join(unknown))
+        for name, release in wanted.items():
+            vm = self.hosts.get(name)
+            if vm is None or self.releases[name] != release:
                 self.replace(name, release)
+        self.revive()
+
+    def revive(self) -> List[str]:
+        """Boots a fresh guest in the place of every host that is gone; returns their names. The gone
+        guest's console is kept beside the new one's, as ``<host>-<release>-gone-<n>.console``."""
+        revived = [name for name, vm in self.hosts.items() if not vm.alive]
+        for name in revived:
+            vm = self.hosts[name]
+            if vm.console_path.exists():
+                n = len(list(self.workdir.glob("%s-%s-gone-*.console" % (name, vm.release)))) + 1
+                shutil.copyfile(vm.console_path, self.workdir / ("%s-%s-gone-%d.console" % (name, vm.release, n)))
+            self._boot_in_place(name, self.releases[name])
+        if revived:
+            self.reset()
+        return revived
 
     def close(self) -> None:
         if self.hosts:
