@@ -225,7 +225,8 @@ def measure(trees: Sequence[Tree], explain_args: Sequence[str], paths: Sequence[
 
 PARSE_ONLY = """
 import os, sys, time
-from rdmadoctor.logparse import catalog, parse_paths, prefilter
+from rdmadoctor.logparse import catalog, prefilter
+from rdmadoctor.logparse.streams import parse_paths
 catalog.load()
 prefilter.load(sum(map(os.path.getsize, sys.argv[1:])))
 start = time.process_time()

@@ -203,7 +203,7 @@ def explain(
     libfabric, the verbs and rdma_cm tools, device listings, the kernel log."""
     _required(logs, "LOG...", "argument")
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import InputError, parse_paths
+    from rdmadoctor.logparse.streams import InputError, parse_paths
     rate = None
     if link_rate is not None:
         try:
@@ -251,7 +251,7 @@ def _peer_address(value: Optional[str]) -> Optional[str]:
 
 def _parsed_logs(paths: List[str]):
     """check --log: the logs parsed, to diagnose together with the facts."""
-    from rdmadoctor.logparse import InputError, parse_paths
+    from rdmadoctor.logparse.streams import InputError, parse_paths
     try:
         return parse_paths(paths)
     except InputError as exc:

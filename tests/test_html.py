@@ -510,7 +510,7 @@ def test_the_report_speaks_the_documents_language():
     """A result written in Chinese (--lang zh) gets the report's headings and labels in Chinese; the rule ids,
     slugs and commands stay as they are."""
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     from rdmadoctor.render import json_out
 
     log = html_docs.FIXTURES / "lab" / "bookworm" / "qp-mismatch-server-10"

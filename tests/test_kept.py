@@ -2,7 +2,7 @@
 it printed (the error after a thousand ranks' INFO lines, the status 12 after hundreds of flush errors:
 logparse/kept.py), and a source with more runs than it keeps still examines the run that failed."""
 from rdmadoctor.engine.diagnose import explain
-from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.streams import parse_text
 from rdmadoctor.logparse.kept import MAX_MESSAGES, MAX_RUNS, KeptMessages, kind_of
 from rdmadoctor.model import Message, Run
 

@@ -30,3 +30,34 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     proc = lint_imports(tmp_path)
     assert proc.returncode != 0
     assert "rdmadoctor.model is not allowed to import rdmadoctor.engine" in proc.stdout
+
+
+_LOADED = """
+import runpy, sys
+sys.argv = ["rdmadoctor"] + sys.argv[1:]
+try:
+    runpy.run_module("rdmadoctor", run_name="__main__")
+except SystemExit:
+    pass
+sys.stderr.write("\\nLOADED " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+
+
+def loaded_by(*args: str) -> set:
+    """The modules a command run of rdmadoctor has loaded when it ends."""
+    proc = subprocess.run([sys.executable, "-c", _LOADED, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    line = [x for x in proc.stderr.splitlines() if x.startswith("LOADED ")]
+    assert line, proc.stderr[-2000:]
+    return set(line[-1].split()[1:])
+
+
+def test_check_loads_no_log_parser():
+    """check reads facts, not logs: the parser (logparse.streams, runs, lines, the producers) stays unloaded;
+    what the rules need of the catalogues is loaded alone. explain, the one that parses, loads them."""
+    facts = ROOT / "fixtures" / "facts" / "lab" / "bookworm" / "facts-root.json"
+    check = loaded_by("check", "--from", str(facts), "--json")
+    assert "rdmadoctor.engine.diagnose" in check
+    assert not {"rdmadoctor.logparse.streams", "rdmadoctor.logparse.runs", "rdmadoctor.logparse.lines"} & check
+    explain = loaded_by("explain", "--json", str(ROOT / "fixtures" / "lab" / "bookworm" / "server-not-running" / "client.log"))
+    assert {"rdmadoctor.logparse.streams", "rdmadoctor.logparse.runs"} <= explain

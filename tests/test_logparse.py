@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from rdmadoctor.logparse import parse_paths, parse_streams, parse_text
+from rdmadoctor.logparse.streams import parse_paths, parse_streams, parse_text
 from rdmadoctor.logparse.command import parse_command
 from rdmadoctor.logparse.lines import perftest_gid, side_label
 
@@ -450,7 +450,8 @@ def test_perftest_rows_between_matched_lines_are_read_in_bulk(hyperscan_prefilte
     """A row of perftest's open table has the shape of an MPI benchmark's row, so the prefilter names it; it is still
     perftest's row and is read with the stretch of rows around it, not line by line (a dense soak log read line by
     line runs at half the speed)."""
-    from rdmadoctor.logparse import _Source, prefilter
+    from rdmadoctor.logparse import prefilter
+    from rdmadoctor.logparse.streams import _Source
     rows = "".join(f" 65536      5000     {9000 + i}.12     {8900 + i}.34     0.1{i % 10}\n" for i in range(400))
     text = _bw_table_header() + rows
     monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)

@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rdmadoctor.engine.diagnose import explain
-from rdmadoctor.logparse import parse_streams
+from rdmadoctor.logparse.streams import parse_streams
 from rdmadoctor.render import json_out
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -277,7 +277,7 @@ def test_every_json_output_matches_its_schema(tmp_path):
     import tools.snapshot as snapshot
     from rdmadoctor.collectors import load_facts
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     from rdmadoctor.render import json_out
     count = 0
     for name, logs in snapshot.log_sets().items():

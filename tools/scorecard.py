@@ -90,7 +90,7 @@ def ranked_causes(diagnosis: Any) -> List[str]:
 
 def cases(base: Path = REAL) -> List[Case]:
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     out = []
     for d in sorted(p for p in base.iterdir() if (p / "meta.toml").is_file()):
         meta = tomllib.loads((d / "meta.toml").read_text(encoding="utf-8"))

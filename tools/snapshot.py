@@ -87,7 +87,7 @@ def log_sets() -> Dict[str, List[Path]]:
 def save() -> Dict[str, Any]:
     from rdmadoctor.engine import diagnose
     from rdmadoctor.collectors import load_facts
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     out: Dict[str, Any] = {"explain": {}, "check": {}}
     for name, logs in log_sets().items():
         parsed = parse_paths([str(p) for p in logs])

@@ -12,7 +12,7 @@ from rdmadoctor.knowledge.perftest import RunSpec, expected_seconds
 from rdmadoctor.runtime.pty import PtyProcess
 from rdmadoctor.bench.remote import BenchAgentError
 from rdmadoctor.views.bench import BenchResult, ComboResult, metrics
-from rdmadoctor.logparse import parse_streams
+from rdmadoctor.logparse.streams import parse_streams
 
 CLIENT_GRACE = 30.0          # seconds beyond the expected run time before the client is stopped
 SERVER_GRACE = 10.0          # seconds to wait for the server's output after the client ended

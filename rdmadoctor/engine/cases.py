@@ -144,7 +144,7 @@ def patched(facts: Dict[str, Any], changes: Dict[str, Any], rule: Rule, fixtures
 
 def _diagnose(rule: Rule, spec: Any, link_rate: Optional[float], table: Table, fixtures: Path):
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_streams
+    from rdmadoctor.logparse.streams import parse_streams
     if isinstance(spec, str):
         return diagnose.explain(parse_streams(log_streams(spec, rule, table.snippets, fixtures)), link_rate,
                                 table=table)

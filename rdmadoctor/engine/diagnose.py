@@ -130,7 +130,7 @@ def explain_combo(combo, link_rate_gbps: Optional[float] = None, table: Optional
     """A failed bench combination explained from its two logs, once: the diagnosis is kept on the combination
     (the sweep's progress line and the final report share it) and its verdict goes into the saved results."""
     import io
-    from rdmadoctor.logparse import parse_streams
+    from rdmadoctor.logparse.streams import parse_streams
     cached = getattr(combo, "_diagnosis", None)
     if cached is not None:
         return cached

@@ -4,7 +4,7 @@ A line matters when something the parser reads can match in it: a message of any
 (knowledge/messages/*.toml and perftest's strings), a piece of perftest's structure (header fields, addresses,
 GIDs, result tables, banners, test names, command lines, side labels) or another producer's command line or
 setting (`VAR=value`, `--mca`). Result rows, perftest's and other producers' (fabtests, IMB, OSU), need no
-pattern here: the lines between named ones are read in bulk, or searched for rows (logparse._Source._gap).
+pattern here: the lines between named ones are read in bulk, or searched for rows (logparse.streams._Source._gap).
 
 With the optional `hyperscan` package the patterns are compiled into one database (patterns it cannot take
 exactly are approximated from above, HS_FLAG_PREFILTER, so a line is never missed) that scans a block at
@@ -261,7 +261,7 @@ def _compiled_ids(sources: List[Tuple[str, Optional[str]]]) -> List[int]:
     """The patterns the database holds: all but other producers' result rows (rows.ROW_IDS). A row has no word to
     key on, and perftest's own rows have their shape: named by the database, each row of a soak log would reach
     Python, where the gaps between named lines are read in bulk and search each row-like line for them
-    (logparse._Source._gap)."""
+    (logparse.streams._Source._gap)."""
     row_sources = set(_row_sources())
     return [i for i, (source, _) in enumerate(sources) if source not in row_sources]
 

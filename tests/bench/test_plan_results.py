@@ -6,7 +6,7 @@ import pytest
 
 from rdmadoctor.bench import plan, results
 from rdmadoctor.views import bench as bench_view
-from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.streams import parse_text
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = (ROOT / "tests" / "data" / "healthy-write-bw.log").read_text()

@@ -28,7 +28,7 @@ def without_raw_text(document: Dict[str, Any]) -> Dict[str, Any]:
 
 def explain_document(paths: Sequence[Path], link_rate: Optional[float] = None, raw_text: bool = True) -> Dict[str, Any]:
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     from rdmadoctor.render import json_out
     parsed = parse_paths([str(p) for p in paths])
     diagnosis = diagnose.explain(parsed, link_rate)

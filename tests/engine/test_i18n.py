@@ -4,7 +4,7 @@ import pytest
 from rdmadoctor.engine import diagnose, rules
 from rdmadoctor.engine.evaluate import reflow
 from rdmadoctor.knowledge import phrases
-from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.streams import parse_text
 
 SITE = '''[[rule]]
 id = "SITE-NO-DEVICE"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from rdmadoctor.collectors import load_facts
 from rdmadoctor.engine import diagnose
-from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.streams import parse_text
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
 HEALTHY = FIXTURES / "facts/lab/bookworm/facts-root.json"

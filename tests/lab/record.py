@@ -194,7 +194,7 @@ def _explain_said(recording: Path) -> Optional[str]:
     if not logs:
         return None
     from rdmadoctor.engine import diagnose
-    from rdmadoctor.logparse import parse_paths
+    from rdmadoctor.logparse.streams import parse_paths
     return _verdict_words(diagnose.explain(parse_paths(logs)).verdict.to_dict())
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rdmadoctor.engine.diagnose import check
-from rdmadoctor.logparse import parse_paths
+from rdmadoctor.logparse.streams import parse_paths
 from tests.probe.helpers import DATA
 
 LAB = Path(__file__).resolve().parents[2] / "fixtures" / "lab" / "bookworm"

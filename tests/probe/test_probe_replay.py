@@ -13,7 +13,7 @@ import pytest
 
 from rdmadoctor.engine.diagnose import check
 from rdmadoctor.engine import rules as rule_table
-from rdmadoctor.logparse import parse_paths
+from rdmadoctor.logparse.streams import parse_paths
 from rdmadoctor.engine import ladder as probe_ladder
 from tests.probe.helpers import DATA
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from rdmadoctor.engine import diagnose
-from rdmadoctor.logparse import parse_streams
+from rdmadoctor.logparse.streams import parse_streams
 from rdmadoctor.render import json_out
 
 ROOT = Path(__file__).resolve().parent.parent.parent

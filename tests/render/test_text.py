@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from rdmadoctor.engine import diagnose
-from rdmadoctor.logparse import parse_paths
+from rdmadoctor.logparse.streams import parse_paths
 from rdmadoctor.render import text
 
 ROOT = Path(__file__).resolve().parent.parent.parent

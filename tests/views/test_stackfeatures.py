@@ -3,7 +3,7 @@ the paste shows. Pasted text, hand-written from rdma-core's strings (libibverbs/
 librdmacm/examples/rping.c, cmatose.c)."""
 from __future__ import annotations
 
-from rdmadoctor.logparse import parse_text
+from rdmadoctor.logparse.streams import parse_text
 from rdmadoctor.views import features
 
 _LOCAL = "  local address:  LID 0x0000, QPN 0x000014, PSN 0x9d765a, GID ::ffff:192.0.2.2\n"
