@@ -20,6 +20,7 @@ import types
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
+from rdmadoctor.runtime.dists import installed_version
 
 NAME = "netlink"
 TIMEOUT = 15.0
@@ -366,11 +367,7 @@ def _sysfs_only(ctx: CollectContext, unavailable: str, unread: Tuple[str, ...], 
 def _pyroute2_version(api: Any) -> Optional[str]:
     version = api.version
     if version in (None, "unknown"):                # Debian's 0.7.2 package says "unknown"
-        try:
-            from importlib import metadata
-            version = metadata.version("pyroute2")
-        except Exception:    # noqa: BLE001
-            pass
+        version = installed_version("pyroute2") or version
     return version
 
 

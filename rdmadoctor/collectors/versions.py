@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
+from rdmadoctor.runtime.dists import installed_version
 
 NAME = "versions"
 TIMEOUT = 10.0
@@ -124,9 +125,7 @@ def _tools(ctx: CollectContext, data: Dict[str, Any]) -> None:
 
 
 def _pyverbs_metadata(data: Dict[str, Any]) -> None:
-    try:
-        from importlib import metadata
-        data["pyverbs"] = metadata.version("pyverbs")
+    version = installed_version("pyverbs")
+    if version is not None:
+        data["pyverbs"] = version
         data["sources"]["pyverbs"] = "python package metadata"
-    except Exception:        # noqa: BLE001 - PackageNotFoundError, or no importlib.metadata
-        pass
