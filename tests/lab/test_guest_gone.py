@@ -1,5 +1,6 @@
-"""A guest that is gone (a real kernel panic: sysrq ``c``) is named as gone, with its console, and the next
-run on the pair gets a freshly booted guest in its place; ``LabManager.run`` runs its work once more.
+"""A guest that is gone (a real kernel panic: sysrq ``c``; an agent that stopped answering) is named as gone,
+with its console, and the next run on the pair gets a freshly booted guest in its place; ``LabManager.run``
+runs its work once more.
 
 The guests boot with ``panic=-1`` and QEMU runs with ``-no-reboot``: a panic reboots at once, and the
 reboot is QEMU's exit. Without this, one guest lost in the matrix failed every later scenario of its pair
@@ -63,3 +64,18 @@ def test_a_guest_gone_twice_fails(lab_manager):
     with pytest.warns(UserWarning), pytest.raises(GuestGone):
         lab_manager.run(PAIR, work)
     assert lab_manager.get(PAIR).h1.alive
+
+
+@pytest.mark.lab
+def test_a_guest_whose_agent_stops_answering_is_gone(lab_manager):
+    """A hung guest (here its agent stopped with SIGSTOP) answers nothing: the call's own bound passes, a ping
+    goes unanswered, and the guest is gone, not a test's long wait after another."""
+    lab = lab_manager.get(PAIR)
+    h2 = lab.h2
+    with pytest.raises(GuestGone) as gone:
+        h2.run("pkill -STOP -f guest_agent", timeout=1)      # stops the agent that would answer
+    assert "does not answer a ping" in str(gone.value)
+    assert not h2.alive and h2.proc.poll() is None        # QEMU itself still ran
+    lab = lab_manager.get(PAIR)
+    assert lab.h2 is not h2 and lab.h2.alive and h2.proc.poll() is not None
+    assert lab.h2.sh("hostname").strip() == "h2"

@@ -74,6 +74,7 @@ PREFIX = 24
 NETDEV = "eth0"
 RXE = "rxe0"
 BOOT_TIMEOUT = float(os.environ.get("RDMADOCTOR_LAB_BOOT_TIMEOUT", "180"))
+PING_TIMEOUT = 15.0       # a guest whose agent does not answer a ping this long is taken as gone
 MEMORY_MB = 1024
 GUEST_PYTHONPATH = "/lab/src:/lab/site"
 PERFTEST_BINARIES = ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw", "ib_send_lat",
@@ -122,8 +123,8 @@ class LabError(RuntimeError):
 
 
 class GuestGone(LabError):
-    """A guest stopped answering because it is gone: QEMU exited (a kernel panic reboots, and ``-no-reboot``
-    makes that an exit) or its control connection closed. The guest failed, not the command it ran."""
+    """A guest is gone: QEMU exited (a kernel panic reboots, and ``-no-reboot`` makes that an exit), its control
+    connection closed, or its agent no longer answers a ping. The guest failed, not the command it ran."""
 
     def __init__(self, message: str, host: str, console: str):
         super().__init__(message)
@@ -293,6 +294,7 @@ class LabVM:
         self.info: Dict = {}
         self.forwards: Dict[int, int] = {}      # guest port -> host port on 127.0.0.1
         self._listeners: List[socket.socket] = []
+        self._unresponsive = False              # QEMU runs, but the agent stopped answering (GuestGone)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def argv(self) -> List[str]:
@@ -354,20 +356,37 @@ class LabVM:
 
     @property
     def alive(self) -> bool:
-        """QEMU runs and the control connection is open (says nothing about the guest's RDMA state)."""
+        """QEMU runs, the control connection is open and the agent was not found unresponsive (says nothing about
+        the guest's RDMA state)."""
         return (self.proc is not None and self.proc.poll() is None and self.agent is not None
-                and not self.agent.closed)
+                and not self.agent.closed and not self._unresponsive)
+
+    def responsive(self, timeout: float = PING_TIMEOUT) -> bool:
+        """The agent answers a ping within `timeout` (it answers each request in a thread of its own, so a long
+        command does not delay it)."""
+        if not self.alive:
+            return False
+        try:
+            rid = self.agent.send({"op": "ping"})
+        except OSError:
+            return False
+        return self.agent.receive(rid, timeout) is not None
 
     def gone(self, cause: BaseException) -> GuestGone:
         """The error for a guest that is gone, with QEMU's exit status and the console's last lines."""
-        if self.proc is not None:
+        if self.proc is not None and self.agent is not None and self.agent.closed:
             try:
                 self.proc.wait(timeout=5)  # a panicking guest's QEMU exits moments after the connection closes
             except subprocess.TimeoutExpired:
                 pass
         rc = None if self.proc is None else self.proc.poll()
-        state = ("QEMU exited with status %s" % rc if rc is not None
-                 else "QEMU still runs but the control connection closed")
+        if rc is not None:
+            state = "QEMU exited with status %s" % rc
+        elif self.agent is None or self.agent.closed:
+            state = "QEMU still runs but the control connection closed"
+        else:
+            self._unresponsive = True
+            state = "QEMU still runs but the guest's agent does not answer a ping within %.0f s" % PING_TIMEOUT
         tail = self.console_tail(60)
         return GuestGone("%s (%s) is gone: %s (%s: %s)%s" % (
             self.name, self.release, state, type(cause).__name__, cause, tail), self.name, tail)
@@ -378,7 +397,9 @@ class LabVM:
         try:
             return self.agent.call(request, timeout)
         except (LabError, OSError) as error:
-            if isinstance(error, OSError) or not self.alive:
+            # an answer that says error came from a live agent; no answer, or a closed connection, may mean the
+            # guest is gone
+            if isinstance(error, OSError) or not self.responsive():
                 raise self.gone(error) from error
             raise
 
@@ -674,7 +695,10 @@ class Lab:
         """``replace`` up to the baseline: a booted guest with RDMA and ssh set up."""
         old = self.hosts.pop(name, None)
         if old is not None:
-            old.shutdown()
+            if old.alive:
+                old.shutdown()
+            else:
+                old.kill_qemu()            # a gone guest cannot be asked to power off
         vm = self._make_vm(name, release)
         vm.start()
         self.hosts[name] = vm
@@ -694,23 +718,26 @@ class Lab:
         unknown = sorted(set(wanted) - set(self.releases))
         if unknown:
             raise LabError("this lab has no host %s" % ", ".join(unknown))
-        for name, release in wanted.items():
-            vm = self.hosts.get(name)
-            if vm is None or self.releases[name] != release:
-                self.replace(name, release)
-        self.revive()
+        booted = [name for name, release in wanted.items() if name not in self.hosts or self.releases[name] != release]
+        for name in booted:
+            started = time.monotonic()
+            self._boot_in_place(name, wanted[name])
+            self.timings["replace-%s-%s" % (name, wanted[name])] = round(time.monotonic() - started, 1)
+        # the hosts kept may be gone too: revived before the baseline, which needs every host
+        self.revive(reset=bool(booted))
 
-    def revive(self) -> List[str]:
-        """Boots a fresh guest in the place of every host that is gone; returns their names. The gone
-        guest's console is kept beside the new one's, as ``<host>-<release>-gone-<n>.console``."""
-        revived = [name for name, vm in self.hosts.items() if not vm.alive]
+    def revive(self, reset: bool = False) -> List[str]:
+        """Boots a fresh guest in the place of every host that is gone (``alive`` is false, or its agent does not
+        answer a ping), then the baseline when one was booted (or `reset`); returns their names. The gone guest's
+        console is kept beside the new one's, as ``<host>-<release>-gone-<n>.console``."""
+        revived = [name for name, vm in self.hosts.items() if not vm.responsive()]
         for name in revived:
             vm = self.hosts[name]
             if vm.console_path.exists():
                 n = len(list(self.workdir.glob("%s-%s-gone-*.console" % (name, vm.release)))) + 1
                 shutil.copyfile(vm.console_path, self.workdir / ("%s-%s-gone-%d.console" % (name, vm.release, n)))
             self._boot_in_place(name, self.releases[name])
-        if revived:
+        if revived or reset:
             self.reset()
         return revived
 
