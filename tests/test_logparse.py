@@ -600,3 +600,17 @@ def test_mpi_benchmark_rows_are_the_mpirun_runs_results(scanned, hyperscan_prefi
     runs = parse_text(command + IMB_PINGPONG).runs
     assert [(r.producer, features.results(r, {})) for r in runs] == [("ompi", 2)]
     assert [r.producer for r in parse_text(IMB_PINGPONG).runs if r.producer == "ompi"] == []
+
+
+def test_row_text_prefix_is_the_run_of_row_bytes_at_the_start():
+    """The fast test for a flattened table's window agrees with scanning for the first other byte, on any bytes."""
+    import random
+
+    from rdmadoctor.logparse.streams import _ROW_TEXT, _row_text_prefix
+    rng = random.Random(5)
+    alphabet = _ROW_TEXT + b"abcZ\n-+e\x00\xff"
+    for _ in range(5000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        assert _row_text_prefix(data) == len(data) - len(data.lstrip(_ROW_TEXT)), data
+    assert _row_text_prefix(b"65536 1000 11.53 11.52 0.022\t") == 29
+    assert _row_text_prefix(b"65536 1000 x") == 11
