@@ -226,7 +226,10 @@ def measure(trees: Sequence[Tree], explain_args: Sequence[str], paths: Sequence[
 PARSE_ONLY = """
 import os, sys, time
 from rdmadoctor.logparse import catalog, prefilter
-from rdmadoctor.logparse.streams import parse_paths
+try:
+    from rdmadoctor.logparse.streams import parse_paths
+except ImportError:             # a checkout from before the entry points moved to logparse/streams.py (--before)
+    from rdmadoctor.logparse import parse_paths
 catalog.load()
 prefilter.load(sum(map(os.path.getsize, sys.argv[1:])))
 start = time.process_time()
