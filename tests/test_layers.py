@@ -59,5 +59,6 @@ def test_check_loads_no_log_parser():
     check = loaded_by("check", "--from", str(facts), "--json")
     assert "rdmadoctor.engine.diagnose" in check
     assert not {"rdmadoctor.logparse.streams", "rdmadoctor.logparse.runs", "rdmadoctor.logparse.lines"} & check
-    explain = loaded_by("explain", "--json", str(ROOT / "fixtures" / "lab" / "bookworm" / "server-not-running" / "client.log"))
+    log = ROOT / "fixtures" / "lab" / "bookworm" / "server-not-running" / "client.log"
+    explain = loaded_by("explain", "--json", str(log))
     assert {"rdmadoctor.logparse.streams", "rdmadoctor.logparse.runs"} <= explain
