@@ -3,8 +3,8 @@ with its console, and the next run on the pair gets a freshly booted guest in it
 runs its work once more.
 
 The guests boot with ``panic=-1`` and QEMU runs with ``-no-reboot``: a panic reboots at once, and the
-reboot is QEMU's exit. Without this, one guest lost in the matrix failed every later scenario of its pair
-with BrokenPipeError.
+reboot is QEMU's exit. A lost guest is replaced so that it costs at most the test it cut short, not every
+later test of its pair.
 """
 from __future__ import annotations
 
