@@ -321,6 +321,49 @@ def files_table(trees: Sequence[Tree], tmp: Path, counts: Sequence[int], repeat:
         shutil.rmtree(d)
 
 
+# A rank's log of a job run with NCCL_DEBUG=INFO, one file per rank: the INFO lines ncclIbInitDevices() and the
+# channel setup print (src/transport/net_ib.cc, src/transport/net.cc), then the flush error every rank gets when a peer
+# goes away (net_ib.cc: "Got completion from peer ... with error 5"). Written here in those lines' format.
+RANK_INFO = ("node{n}:{pid}:{tid} [{dev}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; "
+             "OOB eth0:10.0.{a}.{n}<0>")
+RANK_CHANNEL = "node{n}:{pid}:{tid} [{dev}] NCCL INFO Channel {c:02d}/0 : {r}[{dev}] -> {r2}[{dev}] [send] via NET/IB/0"
+RANK_FLUSH = ("node{n}:{pid}:{tid} [{dev}] transport/net_ib.cc:1155 NCCL WARN NET/IB : Got completion from peer "
+              "10.2.8.{peer}<25466> with error 5, opcode 0, len 0, vendor err 249 (Recv) localGid "
+              "fe80::966d:aeff:fe5d:0950 remoteGid fe80::1e92:cfff:fe87:ca50")
+
+
+def _rank_log(i: int) -> bytes:
+    lines = [(RANK_INFO if j % 2 else RANK_CHANNEL).format(n=i % 250, pid=1000 + i, tid=2000 + j, dev=j % 8,
+                                                           a=j % 200, c=j % 32, r=i, r2=i + 1)
+             for j in range(450)]
+    lines.append(RANK_FLUSH.format(n=i % 250, pid=1000 + i, tid=3000, dev=1, peer=i % 250))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def rank_files_table(trees: Sequence[Tree], tmp: Path, counts: Sequence[int], repeat: int) -> None:
+    print("\n## Scaling with the number of rank logs (NCCL_DEBUG=INFO, 451 lines a rank, one file each; explain "
+          "--json)")
+    print("| files | MB | tree | explain wall s | CPU s | peak RSS MB | JSON KB | exit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for count in counts:
+        d = tmp / f"ranks-{count}"
+        d.mkdir()
+        paths = []
+        for i in range(count):
+            p = d / f"rank{i:05d}.log"
+            p.write_bytes(_rank_log(i))
+            paths.append(str(p))
+        mb = sum(os.path.getsize(p) for p in paths) / 1e6
+        r = measure(trees, ["--json"], paths, tmp, repeat)
+        for tree in trees:
+            runs = r[tree.label]
+            print(f"| {count} | {mb:.1f} | {tree.label} | {fmt([s.wall for s in runs])} | "
+                  f"{statistics.median(s.cpu for s in runs):.2f} | {max(s.rss for s in runs):.0f} | "
+                  f"{runs[-1].out_bytes / 1024:.0f} | {runs[-1].status} |")
+            sys.stdout.flush()
+        shutil.rmtree(d)
+
+
 SMALL_LOG = b""
 
 
@@ -362,14 +405,15 @@ def main() -> None:
     ap.add_argument("--sizes", default="10", help="shape sizes in MB, comma-separated (default 10)")
     ap.add_argument("--scaling", default="1,10,100", help="sizes of the scaling series in MB (1000 adds a GB)")
     ap.add_argument("--files", default="1000,4000", help="file counts")
+    ap.add_argument("--rank-files", default="1000", help="counts of NCCL rank logs, one file each (table 'ranks')")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="1 MB shapes, scaling to 10 MB, 1,000 files, 1 run each")
-    ap.add_argument("--only", help="comma-separated: shapes and/or scaling,files,startup")
+    ap.add_argument("--only", help="comma-separated: shapes and/or scaling,files,ranks,startup")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the rdmadoctor checkout to measure (default: this one)")
     ap.add_argument("--before", type=Path, help="another checkout, measured in turn on the same files")
     args = ap.parse_args()
     if args.quick:
-        args.sizes, args.scaling, args.files, args.repeat = "1", "1,10", "1000", 1
+        args.sizes, args.scaling, args.files, args.rank_files, args.repeat = "1", "1,10", "1000", "200", 1
     only = set(args.only.split(",")) if args.only else None
     grep_version = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     try:
@@ -394,6 +438,8 @@ def main() -> None:
             scaling_table(trees, tmp, _numbers(args.scaling), args.repeat)
         if only is None or "files" in only:
             files_table(trees, tmp, [int(n) for n in _numbers(args.files)], args.repeat)
+        if only is None or "ranks" in only:
+            rank_files_table(trees, tmp, [int(n) for n in _numbers(args.rank_files)], args.repeat)
         if only is None or "startup" in only:
             startup_table(trees, tmp, args.repeat)
 

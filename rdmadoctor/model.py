@@ -194,7 +194,7 @@ def _ends(start: int, sizes: Iterable[int]) -> Iterator[int]:
         end += 1
 
 
-@dataclass
+@_small
 class SourceText:
     """The lines of one input kept for evidence excerpts and the HTML report's raw log."""
     name: str
@@ -214,6 +214,9 @@ class ParsedLog:
     # host facts the paste itself shows (a pasted ibv_devinfo, show_gids, ibdev2netdev, kernel log), in the
     # facts document's form (collectors/__init__.py), so that rules can read them as they read check's
     facts: Optional[Dict[str, Any]] = None
+    # runs let go by the bound on all the inputs together (logparse/kept.py: InputRuns), beyond each input's own
+    runs_dropped: int = 0
+    inputs_unlisted: int = 0         # inputs read but not in `sources`: past the first ones, none of their runs kept
 
 
 @_small

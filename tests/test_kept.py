@@ -1,9 +1,13 @@
 """What a log keeps never hides its evidence: a run that prints more messages than it keeps still keeps every kind
 it printed (the error after a thousand ranks' INFO lines, the status 12 after hundreds of flush errors:
 logparse/kept.py), and a source with more runs than it keeps still examines the run that failed."""
+import io
+
 from rdmadoctor.engine.diagnose import explain
-from rdmadoctor.logparse.streams import parse_text
-from rdmadoctor.logparse.kept import MAX_MESSAGES, MAX_RUNS, KeptMessages, kind_of
+from rdmadoctor.logparse import kept, streams
+from rdmadoctor.logparse.streams import parse_streams, parse_text
+from rdmadoctor.logparse.kept import (MAX_INPUT_RUNS, MAX_MESSAGES, MAX_RUNS, InputRuns, KeptMessages, kind_of,
+                                      trim)
 from rdmadoctor.model import Message, Run
 
 # NCCL's lines as ncclIbInitDevices() and ncclIbTest() print them (src/transport/net_ib.cc, 2.18-2.19)
@@ -147,3 +151,94 @@ def test_failed_runs_beyond_a_source_of_failed_runs_keep_the_first():
     parsed = parse_text("\n".join(PINGPONG_FAILED * (MAX_RUNS + 20)) + "\n")
     assert len(parsed.runs) == MAX_RUNS
     assert [r.first_line for r in parsed.runs] == [1 + i * len(PINGPONG_FAILED) for i in range(MAX_RUNS)]
+
+
+# -- all the inputs together -------------------------------------------------------------------------------------
+
+def _inputs(*texts):
+    return [(f"node{i:05d}.log", io.BytesIO(("\n".join(lines) + "\n").encode())) for i, lines in enumerate(texts)]
+
+
+def _failed_status(parsed, status):
+    return [r for r in parsed.runs if any(m.fields.get("status") in (status, str(status)) for m in r.messages)]
+
+
+def test_many_inputs_keep_a_bounded_number_of_runs_and_every_kind_of_failure():
+    flush = [NCCL_WC.format(peer=1, status=5, vendor=249)]
+    texts = [PINGPONG] * 10 + [PINGPONG_FAILED] * (MAX_INPUT_RUNS - 10) + [flush] * 30 + [PINGPONG] * 5
+    texts += [[NCCL_WC.format(peer=2, status=12, vendor=129)], PINGPONG_FAILED, PINGPONG]
+    parsed = parse_streams(_inputs(*texts))
+    assert len(parsed.runs) == MAX_INPUT_RUNS
+    # the healthy runs gave their places to the flush errors, then a repeated failure to the one error 12
+    assert not [r for r in parsed.runs if not any(m.kind == "error" for m in r.messages)]
+    assert len(_failed_status(parsed, 5)) == 10 and len(_failed_status(parsed, 12)) == 1
+    assert parsed.runs_dropped == len(texts) - MAX_INPUT_RUNS
+    assert [r.source for r in parsed.runs] == sorted(r.source for r in parsed.runs)
+    diagnosis = explain(parsed)
+    assert diagnosis.verdict.cause == "wrong-gid-index"
+    assert any(note.startswith(f"{parsed.runs_dropped} run(s) beyond the {MAX_INPUT_RUNS} all the inputs keep")
+               for note in diagnosis.notes)
+
+
+def test_inputs_under_the_bound_keep_every_run(monkeypatch):
+    parsed = parse_streams(_inputs(*[PINGPONG] * 40))
+    assert len(parsed.runs) == 40 and parsed.runs_dropped == 0 and parsed.inputs_unlisted == 0
+    assert all(len(s.lines) == len(PINGPONG) for s in parsed.sources)
+    assert not any("all the inputs keep" in note for note in explain(parsed).notes)
+
+
+def test_an_input_whose_runs_are_all_let_go_gives_its_lines_back_and_later_is_not_listed(monkeypatch):
+    monkeypatch.setattr(streams, "InputRuns", lambda: InputRuns(limit=4))
+    monkeypatch.setattr(streams, "MAX_LISTED_INPUTS", 6)
+    parsed = parse_streams(_inputs(*[PINGPONG] * 10, ["noise only"] * 3, PINGPONG_FAILED))
+    assert len(parsed.runs) == 4 and parsed.runs_dropped == 7
+    assert [s.name for s in parsed.sources] == [f"node{i:05d}.log" for i in range(6)] + ["node00011.log"]
+    assert parsed.inputs_unlisted == 5         # node6-9 (their runs let go) and node10 (no run): nothing kept
+    assert [len(s.lines) for s in parsed.sources[:4]] == [len(PINGPONG)] * 4
+    assert list(parsed.sources[4].lines) == [] and parsed.sources[4].truncated
+    assert any(r.source == "node00011.log" and r.messages for r in parsed.runs)
+    assert any(note.startswith("5 more input(s) were read and are not listed") for note in explain(parsed).notes)
+
+
+def test_a_failed_run_whose_failure_is_kept_already_is_let_go_once_every_kept_run_failed():
+    inputs = InputRuns(limit=3)
+    runs = [Run(source=f"s{i}", index=0, first_line=1, last_line=1) for i in range(6)]
+    for i, run in enumerate(runs):
+        status = "12" if i == 4 else "5"
+        run.messages.append(_message(i, "error", "E", status=status))
+    assert [inputs.add(r) for r in runs[:3]] == [True] * 3
+    assert inputs.add(runs[3]) is False              # error 5 again: kept three times already
+    assert inputs.add(runs[4]) is True               # error 12: takes the place of the last error 5
+    assert inputs.add(runs[5]) is False
+    assert inputs.runs == [runs[0], runs[1], runs[4]] and inputs.dropped == 3
+    single = InputRuns(limit=1)
+    assert single.add(runs[0]) and not single.add(runs[4])      # one kept run, its failure the only copy: kept
+
+
+def test_kept_messages_are_halved_when_the_inputs_keep_too_many(monkeypatch):
+    monkeypatch.setattr(kept, "MAX_INPUT_MESSAGES", 100)
+    monkeypatch.setattr(kept, "MIN_RUN_MESSAGES", 10)
+    inputs = InputRuns(limit=10)                # as MIN_RUN_MESSAGES is: what all may keep over the runs kept
+    for i in range(12):
+        run = Run(source=f"s{i}", index=0, first_line=1, last_line=1)
+        run.messages.extend(_message(j, "notice", "N") for j in range(30))
+        run.messages.append(_message(99, "error", "E", status="12"))
+        inputs.add(run)
+    assert inputs.messages == sum(len(r.messages) for r in inputs.runs) <= 100
+    assert all(len(r.messages) == 10 and r.messages[-1].id == "E" for r in inputs.runs)
+    assert all(r.messages_dropped == 21 for r in inputs.runs)
+
+
+def test_trim_gives_up_the_last_copies_of_the_most_repeated_least_severe_kind_first():
+    run = Run(source="t", index=0, first_line=1, last_line=1)
+    run.messages.extend([_message(1, "error", "E", status="5"), _message(2, "notice", "N"),
+                         _message(3, "error", "E", status="5"), _message(4, "notice", "N"),
+                         _message(5, "notice", "N"), _message(6, "warning", "W"), _message(7, "error", "E", status=1)])
+    trim(run, 5)
+    assert [m.line for m in run.messages] == [1, 2, 3, 6, 7]
+    trim(run, 3)                            # one copy of each kind is left, then whole kinds: the notice goes
+    assert [m.line for m in run.messages] == [1, 6, 7]
+    trim(run, 1)
+    assert [m.line for m in run.messages] == [1] and run.messages_dropped == 6
+    trim(run, 5)
+    assert [m.line for m in run.messages] == [1]

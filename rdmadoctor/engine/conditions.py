@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from rdmadoctor.views import params
 from rdmadoctor.views import bysource, features
@@ -116,10 +116,43 @@ def _compare(actual: Any, op: Optional[str], expected: Any) -> bool:
 
 
 def _message(cond: Dict[str, Any], scope: Scope) -> bool:
+    cited = scope.ctx.get("cited")          # set only for fallback rules: lines other findings explain
+    whole = _every_run(scope, cond.get("of"))
+    if whole is None:
+        found = _messages_found(cond, scope, cited)
+    else:
+        # what a condition finds in every run of a list depends only on the condition, the list and `cited`: a rule
+        # tried on each of thousands of runs without a partner reads every message of the input once, not once a run
+        memo = scope.ctx.setdefault("_found_in_every_run", {})
+        hit = memo.get((id(cond), id(whole)))
+        if hit is not None and hit[0] is cond and hit[1] is whole and hit[2] == len(whole) and hit[3] is cited:
+            found = hit[4]
+        else:
+            found = _messages_found(cond, scope, cited)
+            memo[(id(cond), id(whole))] = (cond, whole, len(whole), cited, found)
+    if not found:
+        return False
+    scope.bound.setdefault("message", found[0])
+    for m in found[:MAX_EVIDENCE_PER_CONDITION]:
+        scope.evidence.append(Evidence(m.source, m.text, m.line))
+    return True
+
+
+def _every_run(scope: Scope, of: Optional[str]) -> Optional[Sequence[Run]]:
+    """The list of runs a condition reads every run of (the input's, or the scope's when it has no server/client
+    pair), or None when it reads only some."""
+    which = of or ("run" if scope.run is not None else "any")
+    if which == "input":
+        return scope.ctx.get("runs") or scope.runs
+    if which == "any" and scope.server is None and scope.client is None:
+        return scope.runs
+    return None
+
+
+def _messages_found(cond: Dict[str, Any], scope: Scope, cited: Optional[Set[Tuple[str, int]]]) -> List[Message]:
     ids = cond["message"] if isinstance(cond["message"], list) else [cond["message"]]
     wanted = cond.get("fields", {})
     kind = cond.get("kind")
-    cited = scope.ctx.get("cited")          # set only for fallback rules: lines other findings explain
     found: List[Message] = []
     for m in _candidates(scope, cond.get("of"), ids, kind):
         if ("*" not in ids and m.id not in ids) or (kind and m.kind != kind):
@@ -130,12 +163,7 @@ def _message(cond: Dict[str, Any], scope: Scope) -> bool:
             found.append(m)
             if len(found) == MAX_EVIDENCE_PER_CONDITION:      # all that is kept
                 break
-    if not found:
-        return False
-    scope.bound.setdefault("message", found[0])
-    for m in found[:MAX_EVIDENCE_PER_CONDITION]:
-        scope.evidence.append(Evidence(m.source, m.text, m.line))
-    return True
+    return found
 
 
 def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[str]) -> Iterable[Message]:

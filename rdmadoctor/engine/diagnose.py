@@ -57,6 +57,33 @@ def context(parsed: Optional[ParsedLog], link_rate_gbps: Optional[float] = None,
     return ctx
 
 
+NOTED_INPUTS = 5      # inputs named one by one in the notes on runs not examined; beyond them, one note counts them
+_WHY_KEPT = "a run that failed is kept in the place of one that did not, while one is left"
+
+
+def dropped_notes(parsed: ParsedLog) -> List[str]:
+    """What the bounds on runs left out: each input's runs beyond those it keeps, and the runs beyond those all the
+    inputs keep together."""
+    dropped = [s for s in parsed.sources if s.runs_dropped]
+    kept: Dict[str, int] = {}
+    for run in parsed.runs:
+        kept[run.source] = kept.get(run.source, 0) + 1
+    if len(dropped) <= NOTED_INPUTS:
+        notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {kept.get(s.name, 0)} kept were not examined one by "
+                 f"one ({_WHY_KEPT})" for s in dropped]
+    else:
+        notes = [f"{len(dropped)} inputs printed more runs than an input keeps: {sum(s.runs_dropped for s in dropped)} "
+                 f"run(s) were not examined one by one ({_WHY_KEPT})"]
+    if parsed.runs_dropped:
+        notes.append(f"{parsed.runs_dropped} run(s) beyond the {len(parsed.runs)} all the inputs keep together were "
+                     f"not examined one by one ({_WHY_KEPT}; then one whose errors no kept run shows, in the place "
+                     "of the last copy of the failure kept runs repeat most)")
+    if parsed.inputs_unlisted:
+        notes.append(f"{parsed.inputs_unlisted} more input(s) were read and are not listed: past the first "
+                     f"{len(parsed.sources)}, an input is listed only when one of its runs is kept")
+    return notes
+
+
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
             lang: Optional[str] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
@@ -69,12 +96,8 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
     if parsed.facts:
         rules += tuple(r for r in table.of_scope("facts") if r.paste)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
-    notes = [f"{s.name}: {s.runs_dropped} run(s) beyond the {len([r for r in parsed.runs if r.source == s.name])} "
-             "kept were not examined one by one (a run that failed is kept in the place of one that did not, while "
-             "one is left)" for s in parsed.sources
-             if s.runs_dropped]
     return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
-                     notes=notes,
+                     notes=dropped_notes(parsed),
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps, lang=ctx["lang"] or "en")
 

@@ -12,17 +12,32 @@ away. What is not kept is counted in `Run.messages_dropped`.
 
 A kind is a message's catalogue id and its codes (the fields that say what went wrong, not where): two completions
 with error 12 from two peers are one kind, error 12 and error 5 are two.
+
+All the inputs together keep MAX_INPUT_RUNS runs (InputRuns), so that memory is bounded for any number of files, not
+only for any size of one. Past them, a run that failed takes the place of the last kept run without an error; once
+every kept run failed, a run whose failure (the kinds of its errors) no kept run shows takes the place of the last
+copy of the failure the kept runs show most often. So a thousand nodes' flush errors do not hide the one node whose
+completion failed with another status. An input none of whose runs is kept gives back the room its lines took for
+excerpts (nothing will quote them), and past the first MAX_LISTED_INPUTS inputs it is counted, not listed. When the
+kept runs hold more than MAX_INPUT_MESSAGES messages together, what each run may keep is halved (not below
+MIN_RUN_MESSAGES) and every kept run trimmed to it as a full run gives messages up (`trim`): a thousand ranks' logs of
+four hundred INFO lines each keep each rank's kinds, not four hundred thousand lines.
 """
 from __future__ import annotations
 
 from collections import Counter
+from heapq import heapify, heappop, heappush
 from operator import itemgetter
-from typing import Dict, Hashable, Tuple
+from typing import Dict, FrozenSet, Hashable, List, Tuple
 
 from rdmadoctor.model import Message, Run
 
 MAX_RUNS = 256          # runs kept per source
 MAX_MESSAGES = 400      # messages kept per run
+MAX_INPUT_RUNS = 2048   # runs kept by all the inputs together (a run costs about 5 kB)
+MAX_LISTED_INPUTS = 4096    # inputs listed whether or not a run of theirs is kept; past them, only those whose is
+MAX_INPUT_MESSAGES = 1 << 14     # messages kept by all the inputs' runs together (a message costs about 1 kB)
+MIN_RUN_MESSAGES = MAX_INPUT_MESSAGES // MAX_INPUT_RUNS    # what a run keeps at least, when the inputs keep many runs
 # the fields that carry a code: a status, an errno, a return value, an event; not an address, a size or a count
 CODE_FIELDS = ("status", "status_name", "ucs_status", "errno", "code", "ret", "err", "error", "event",
                "async_event", "event_status", "syndrome", "vendor_err")
@@ -86,3 +101,89 @@ class KeptMessages:
 
     def clear(self) -> None:
         self._full.clear()
+
+
+def failure_of(run: Run) -> FrozenSet[Hashable]:
+    """The kinds of the errors a run printed: empty when it printed none."""
+    return frozenset(kind_of(m) for m in run.messages if m.kind == "error")
+
+
+def trim(run: Run, limit: int) -> None:
+    """At most `limit` of a run's messages, given up as KeptMessages gives them up: the last copies of the kind with
+    the most copies, the least severe first; then, when the run holds more kinds than `limit`, the least severe and
+    the latest kinds."""
+    messages = run.messages
+    if len(messages) <= limit:
+        return
+    kinds = [kind_of(m) for m in messages]
+    copies = Counter(kinds)
+    first = {k: i for i, k in reversed(list(enumerate(kinds)))}
+    excess = len(messages) - limit
+    heap = [(k[0], -n, first[k], k) for k, n in copies.items() if n > 1]     # first[k]: a tie never compares kinds
+    heapify(heap)
+    while excess and heap:
+        _, _, order, kind = heappop(heap)
+        copies[kind] -= 1
+        excess -= 1
+        if copies[kind] > 1:
+            heappush(heap, (kind[0], -copies[kind], order, kind))
+    for kind in sorted(copies, key=lambda k: (k[0], -first[k]))[:excess]:
+        copies[kind] = 0
+    kept = []
+    for message, kind in zip(messages, kinds):
+        if copies[kind]:
+            kept.append(message)
+            copies[kind] -= 1
+    run.messages_dropped += len(messages) - len(kept)
+    messages[:] = kept
+
+
+class InputRuns:
+    """The runs of every input read so far, bounded by `limit` (MAX_INPUT_RUNS); `dropped` counts the runs let go."""
+
+    def __init__(self, limit: int = MAX_INPUT_RUNS):
+        self.limit = limit
+        self.runs: List[Run] = []
+        self.dropped = 0
+        self.messages = 0                           # the kept runs' messages
+        self.per_run = MAX_MESSAGES                 # what a kept run may keep
+        self._healthy: List[Run] = []               # the kept runs without an error, in order
+        self._failures: Dict[FrozenSet[Hashable], List[Run]] = {}   # a failure -> the kept runs that show it, in order
+
+    def add(self, run: Run) -> bool:
+        """`run`, after every run of the inputs read before it. Whether it is kept."""
+        failure = failure_of(run)
+        if len(self.runs) >= self.limit:
+            if not failure or not self._room_for(failure):
+                self.dropped += 1
+                return False
+        trim(run, self.per_run)
+        self.runs.append(run)
+        self.messages += len(run.messages)
+        if failure:
+            self._failures.setdefault(failure, []).append(run)
+        else:
+            self._healthy.append(run)
+        while self.messages > MAX_INPUT_MESSAGES and self.per_run > MIN_RUN_MESSAGES:
+            self.per_run = max(MIN_RUN_MESSAGES, self.per_run // 2)
+            for kept in self.runs:
+                trim(kept, self.per_run)
+            self.messages = sum(len(kept.messages) for kept in self.runs)
+        return True
+
+    def _room_for(self, failure: FrozenSet[Hashable]) -> bool:
+        """Let a kept run go for a failed one, if one may go: the last without an error, else the last copy of the
+        failure most kept runs show, when the newcomer's failure is not kept yet and that one is kept twice or more."""
+        if self._healthy:
+            victim = self._healthy.pop()
+        else:
+            if failure in self._failures:
+                return False
+            copies = max(self._failures.values(), key=len)
+            if len(copies) < 2:
+                return False
+            victim = copies.pop()
+        del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is victim)]
+        self.messages -= len(victim.messages)
+        self.dropped += 1
+        return True

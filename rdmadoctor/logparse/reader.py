@@ -102,6 +102,15 @@ class SourceReader:
         self._kept_chars = 0
         self._keeping = True
 
+    def let_go(self) -> None:
+        """Nothing will cite this input's lines (every run it printed was let go): give their room back to the
+        inputs after it."""
+        self.budget.chars += self._kept_chars
+        self._kept_chars = 0
+        if self.text.lines:
+            self.text.lines = ()
+            self.text.truncated = True
+
     # -- reading -----------------------------------------------------------------------------------------------
     def events(self) -> Iterator[Union[Lines, Piece]]:
         number = 0                   # the last line number handed out (complete or not)

@@ -15,10 +15,11 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
+from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
-from rdmadoctor.model import HeaderField, Message, ParsedLog, Run
+from rdmadoctor.model import HeaderField, Message, ParsedLog, Run, SourceText
 
 WINDOW = 1 << 13        # a long line is classified this much at a time (some catalogue patterns are quadratic)
 OVERLAP = 1 << 12       # and a message is looked for this far past the window (so that a cut never splits one)
@@ -39,8 +40,9 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
     """Each input in turn (an input is read to its end before the next is opened). `size_hint`: the inputs'
     total size (None: not known), which decides whether the prefilter pays (logparse/prefilter.py)."""
     classifier = LineClassifier()
-    runs: List[Run] = []
-    sources = []
+    kept = InputRuns()
+    sources: List[SourceText] = []
+    unlisted = 0
     budget = KeepBudget()
     pre = prefilter.load(size_hint)
     for name, stream in inputs:
@@ -54,12 +56,19 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
         reader.text.flattened = classifier.flattened - flattened_before
         reader.text.runs_dropped = source.builder.dropped_runs + source.others.dropped
         _side_from_name(name, source_runs)
-        runs.extend(source_runs)
-        sources.append(reader.text)
-    runs = _attach_commands(runs)
+        kept_any = sum(kept.add(run) for run in source_runs) > 0
+        if source_runs and not kept_any:
+            reader.let_go()
+        if kept_any or len(sources) < MAX_LISTED_INPUTS:
+            sources.append(reader.text)
+        else:
+            reader.let_go()
+            unlisted += 1
+    runs = _attach_commands(kept.runs)
     _complete_sides(runs)
     # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
-    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]))
+    return ParsedLog(runs=runs, sources=sources, facts=pasted.facts_of(runs, [s.name for s in sources]),
+                     runs_dropped=kept.dropped, inputs_unlisted=unlisted)
 
 
 # Catalogues whose messages belong to a producer's own run; the others (libibverbs and librdmacm as the

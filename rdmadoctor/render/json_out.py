@@ -47,9 +47,10 @@ def _excerpts(sources: List[SourceText]) -> List[List[str]]:
     share = EXCERPT_BUDGET // max(1, len(sources))
     out = []
     for s in sources:
-        lines, used = [], 0
-        for line in s.lines[:EXCERPT_LINES]:
-            line = line[:EXCERPT_CHARS]
+        lines: List[str] = []
+        used = 0
+        for i in range(min(len(s.lines), EXCERPT_LINES)):      # a line at a time: most inputs' share ends early
+            line = s.lines[i][:EXCERPT_CHARS]
             used += len(line) + 4
             if used > share:
                 break

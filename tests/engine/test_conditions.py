@@ -104,3 +104,26 @@ def test_not_keeps_no_evidence(pair):
 def test_a_condition_it_does_not_understand_is_an_error(pair):
     with pytest.raises(ValueError):
         holds({"colour": "blue"}, scope_of(*pair))
+
+
+def test_a_condition_on_every_run_reads_them_once_for_all_the_runs_it_is_tried_on(monkeypatch):
+    """A rule tried on each of many runs without a partner, whose condition reads every run of the input, found the
+    same messages again for each run (2,500 ranks' logs took ten minutes): it reads them once, and again only when
+    the runs or the lines other findings explain change."""
+    from rdmadoctor.engine import conditions
+    runs = [run("ib_write_bw", messages=[Message("C02", "error", f"Couldn't connect {i}", i, f"n{i}.log", {})])
+            for i in range(1, 30)]
+    reads = []
+    real = conditions._messages_found
+    monkeypatch.setattr(conditions, "_messages_found", lambda *a: reads.append(1) or real(*a))
+    cond = {"message": "C02", "of": "input"}
+    ctx = {"runs": runs}
+    scopes = [Scope(runs, ctx, run=r) for r in runs]
+    assert all(holds(cond, s) for s in scopes)
+    assert len(reads) == 1
+    assert all(s.evidence[0].line == 1 and s.bound["message"] is runs[0].messages[0] for s in scopes)
+    ctx["cited"] = {("n1.log", 1)}                  # a fallback rule's pass: what other findings explain is left out
+    scope = Scope(runs, ctx, run=runs[3])
+    assert holds(cond, scope) and scope.evidence[0].line == 2 and len(reads) == 2
+    # a condition on the run alone is read for each run
+    assert all(holds({"message": "C02"}, Scope(runs, ctx, run=r)) for r in runs[5:8]) and len(reads) == 5
