@@ -169,9 +169,10 @@ def test_many_inputs_keep_a_bounded_number_of_runs_and_every_kind_of_failure():
     texts += [[NCCL_WC.format(peer=2, status=12, vendor=129)], PINGPONG_FAILED, PINGPONG]
     parsed = parse_streams(_inputs(*texts))
     assert len(parsed.runs) == MAX_INPUT_RUNS
-    # the healthy runs gave their places to the flush errors, then a repeated failure to the one error 12
-    assert not [r for r in parsed.runs if not any(m.kind == "error" for m in r.messages)]
-    assert len(_failed_status(parsed, 5)) == 10 and len(_failed_status(parsed, 12)) == 1
+    # the healthy runs gave their places to the flush errors but one (what it shows, no other kept run shows), then
+    # the most repeated failure gave a place to the one error 12
+    assert len([r for r in parsed.runs if not any(m.kind == "error" for m in r.messages)]) == 1
+    assert len(_failed_status(parsed, 5)) == 9 and len(_failed_status(parsed, 12)) == 1
     assert parsed.runs_dropped == len(texts) - MAX_INPUT_RUNS
     assert [r.source for r in parsed.runs] == sorted(r.source for r in parsed.runs)
     diagnosis = explain(parsed)
@@ -198,6 +199,18 @@ def test_an_input_whose_runs_are_all_let_go_gives_its_lines_back_and_later_is_no
     assert list(parsed.sources[4].lines) == [] and parsed.sources[4].truncated
     assert any(r.source == "node00011.log" and r.messages for r in parsed.runs)
     assert any(note.startswith("5 more input(s) were read and are not listed") for note in explain(parsed).notes)
+
+
+def test_a_run_that_shows_what_no_kept_run_shows_is_kept_in_the_place_of_a_repeated_one():
+    inputs = InputRuns(limit=4)
+    runs = [Run(source=f"s{i}", index=0, first_line=1, last_line=1, producer="verbs") for i in range(7)]
+    for run in runs[:5]:
+        run.messages.append(_message(1, "error", "E", status="5"))
+    runs[5].messages.append(_message(1, "warning", "W"))        # no error: a stall's warning
+    assert [inputs.add(r) for r in runs[:6]] == [True] * 4 + [False, True]
+    assert runs[5] in inputs.runs and runs[3] not in inputs.runs
+    assert inputs.add(runs[6]) is True                         # no message at all: shows something new again
+    assert inputs.runs == [runs[0], runs[1], runs[5], runs[6]] and inputs.dropped == 3
 
 
 def test_a_failed_run_whose_failure_is_kept_already_is_let_go_once_every_kept_run_failed():

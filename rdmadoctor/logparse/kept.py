@@ -14,10 +14,11 @@ A kind is a message's catalogue id and its codes (the fields that say what went 
 with error 12 from two peers are one kind, error 12 and error 5 are two.
 
 All the inputs together keep MAX_INPUT_RUNS runs (InputRuns), so that memory is bounded for any number of files, not
-only for any size of one. Past them, a run that failed takes the place of the last kept run without an error; once
-every kept run failed, a run whose failure (the kinds of its errors) no kept run shows takes the place of the last
-copy of the failure the kept runs show most often. So a thousand nodes' flush errors do not hide the one node whose
-completion failed with another status. An input none of whose runs is kept gives back the room its lines took for
+only for any size of one. Past them, a run that shows what no kept run shows (its producer, tool, side, whether it
+printed results, its messages' ids and its errors' codes) takes the place of the last copy of what kept runs show
+most often, and a run that failed takes the place of a kept run without an error that others repeat. So a thousand
+nodes' flush errors do not hide the one node whose completion failed with another status, nor the one stalled run
+among thousands that passed. An input none of whose runs is kept gives back the room its lines took for
 excerpts (nothing will quote them), and past the first MAX_LISTED_INPUTS inputs it is counted, not listed. When the
 kept runs hold more than MAX_INPUT_MESSAGES messages together, what each run may keep is halved (not below
 MIN_RUN_MESSAGES) and every kept run trimmed to it as a full run gives messages up (`trim`): a thousand ranks' logs of
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from heapq import heapify, heappop, heappush
 from operator import itemgetter
-from typing import Dict, FrozenSet, Hashable, List, Tuple
+from typing import Dict, Hashable, List, Optional, Tuple
 
 from rdmadoctor.model import Message, Run
 
@@ -103,9 +104,12 @@ class KeptMessages:
         self._full.clear()
 
 
-def failure_of(run: Run) -> FrozenSet[Hashable]:
-    """The kinds of the errors a run printed: empty when it printed none."""
-    return frozenset(kind_of(m) for m in run.messages if m.kind == "error")
+def shown_by(run: Run) -> Tuple[Hashable, ...]:
+    """What a run shows, as far as rules tell runs apart: its producer, tool and side, whether it printed results,
+    and the ids of its messages (an error's with its codes). A stalled run (no results, no error) shows something
+    a healthy one does not."""
+    return (run.producer, run.tool, run.side, bool(run.results),
+            frozenset(kind_of(m) if m.kind == "error" else m.id for m in run.messages))
 
 
 def trim(run: Run, limit: int) -> None:
@@ -139,7 +143,11 @@ def trim(run: Run, limit: int) -> None:
 
 
 class InputRuns:
-    """The runs of every input read so far, bounded by `limit` (MAX_INPUT_RUNS); `dropped` counts the runs let go."""
+    """The runs of every input read so far, bounded by `limit` (MAX_INPUT_RUNS); `dropped` counts the runs let go.
+
+    Once `limit` runs are kept, a newcomer that shows what no kept run shows (`shown_by`) takes the place of the last
+    copy of what kept runs show most often, the least severe first; a failed newcomer whose failure is kept already
+    takes the place of the last kept run without an error whose showing is repeated. Anything else is let go."""
 
     def __init__(self, limit: int = MAX_INPUT_RUNS):
         self.limit = limit
@@ -147,22 +155,28 @@ class InputRuns:
         self.dropped = 0
         self.messages = 0                           # the kept runs' messages
         self.per_run = MAX_MESSAGES                 # what a kept run may keep
-        self._healthy: List[Run] = []               # the kept runs without an error, in order
-        self._failures: Dict[FrozenSet[Hashable], List[Run]] = {}   # a failure -> the kept runs that show it, in order
+        self._shown: Dict[Tuple[Hashable, ...], List[Run]] = {}     # what kept runs show -> those runs, in order
+        self._severity: Dict[Tuple[Hashable, ...], int] = {}        # the worst message kind it includes
+        self._of: Dict[int, Tuple[Hashable, ...]] = {}              # id() of a kept run -> what it shows
+        self._healthy: List[Run] = []               # kept runs without an error, in order (some let go since)
 
     def add(self, run: Run) -> bool:
         """`run`, after every run of the inputs read before it. Whether it is kept."""
-        failure = failure_of(run)
+        shown = shown_by(run)
+        severity = max((_SEVERITY.get(m.kind, 2) for m in run.messages), default=-1)
         if len(self.runs) >= self.limit:
-            if not failure or not self._room_for(failure):
+            victim = self._victim(shown, severity == 2)
+            if victim is None:
                 self.dropped += 1
                 return False
+            self._let_go(victim)
         trim(run, self.per_run)
         self.runs.append(run)
         self.messages += len(run.messages)
-        if failure:
-            self._failures.setdefault(failure, []).append(run)
-        else:
+        self._shown.setdefault(shown, []).append(run)
+        self._severity[shown] = severity
+        self._of[id(run)] = shown
+        if severity < 2:
             self._healthy.append(run)
         while self.messages > MAX_INPUT_MESSAGES and self.per_run > MIN_RUN_MESSAGES:
             self.per_run = max(MIN_RUN_MESSAGES, self.per_run // 2)
@@ -171,19 +185,26 @@ class InputRuns:
             self.messages = sum(len(kept.messages) for kept in self.runs)
         return True
 
-    def _room_for(self, failure: FrozenSet[Hashable]) -> bool:
-        """Let a kept run go for a failed one, if one may go: the last without an error, else the last copy of the
-        failure most kept runs show, when the newcomer's failure is not kept yet and that one is kept twice or more."""
-        if self._healthy:
-            victim = self._healthy.pop()
-        else:
-            if failure in self._failures:
-                return False
-            copies = max(self._failures.values(), key=len)
-            if len(copies) < 2:
-                return False
-            victim = copies.pop()
-        del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is victim)]
-        self.messages -= len(victim.messages)
+    def _victim(self, shown: Tuple[Hashable, ...], failed: bool) -> Optional[Run]:
+        if shown not in self._shown:
+            repeated = [(self._severity[s], -len(runs), n, s) for n, (s, runs) in enumerate(self._shown.items())
+                        if len(runs) > 1]
+            if repeated:
+                return self._shown[min(repeated)[3]][-1]
+        elif not failed:
+            return None
+        while self._healthy:
+            healthy = self._healthy.pop()
+            if id(healthy) in self._of and len(self._shown[self._of[id(healthy)]]) > 1:
+                return healthy
+        return None
+
+    def _let_go(self, run: Run) -> None:
+        del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is run)]
+        shown = self._of.pop(id(run))
+        copies = self._shown[shown]
+        del copies[next(i for i in range(len(copies) - 1, -1, -1) if copies[i] is run)]
+        if not copies:
+            del self._shown[shown], self._severity[shown]
+        self.messages -= len(run.messages)
         self.dropped += 1
-        return True
