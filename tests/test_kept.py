@@ -255,3 +255,26 @@ def test_trim_gives_up_the_last_copies_of_the_most_repeated_least_severe_kind_fi
     assert [m.line for m in run.messages] == [1] and run.messages_dropped == 6
     trim(run, 5)
     assert [m.line for m in run.messages] == [1]
+
+
+def test_a_server_or_client_let_go_leaves_its_partner_alone_and_the_later_pairs_as_they_were():
+    from rdmadoctor.engine.evaluate import pairs
+    inputs = InputRuns(limit=6)
+    runs = [Run(source=f"{side}{k}.log", index=0, first_line=k, last_line=k, side=side)
+            for k in range(4) for side in ("server", "client")]
+    runs[6].messages.append(_message(1, "error", "E", status="12"))         # server 3 failed: it shows something new
+    for run in runs[:7]:
+        inputs.add(run)
+    inputs.add(runs[7])                                                     # client 3: one more like the others
+    inputs.place_pairs()
+    kept_names = [r.source for r in inputs.runs]
+    assert kept_names == ["server0.log", "client0.log", "server1.log", "client1.log", "client2.log", "server3.log"]
+    assert [(s.source, c.source) for s, c in pairs(inputs.runs)] == [("server0.log", "client0.log"),
+                                                                      ("server1.log", "client1.log")]
+    # with nothing let go, pairs go by order as they always did
+    whole = InputRuns(limit=8)
+    fresh = [Run(source=r.source, index=0, first_line=r.first_line, last_line=1, side=r.side) for r in runs]
+    for run in fresh:
+        whole.add(run)
+    whole.place_pairs()
+    assert all(r.pair is None for r in whole.runs) and len(pairs(whole.runs)) == 4

@@ -20,14 +20,21 @@ from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Fi
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
-    """Server and client runs of one producer matched in order (the i-th server with the i-th client)."""
+    """Server and client runs of one producer matched in order (the i-th server with the i-th client); when runs of
+    the input were let go, by the place each had among all the input's runs (`Run.pair`), so that a run let go
+    leaves its partner alone instead of shifting every later pair."""
     sides: Dict[Tuple[Any, str], List[Run]] = {}
     for r in runs:
         if r.side in ("server", "client"):
             sides.setdefault((r.producer, r.side), []).append(r)
     out: List[Tuple[Run, Run]] = []
     for producer in dict.fromkeys(r.producer for r in runs):
-        out += list(zip(sides.get((producer, "server"), []), sides.get((producer, "client"), [])))
+        servers, clients = sides.get((producer, "server"), []), sides.get((producer, "client"), [])
+        if any(r.pair is not None for r in servers) or any(r.pair is not None for r in clients):
+            at = {c.pair: c for c in clients if c.pair is not None}
+            out += [(s, at[s.pair]) for s in servers if s.pair in at]
+        else:
+            out += list(zip(servers, clients))
     return out
 
 

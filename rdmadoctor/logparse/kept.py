@@ -18,11 +18,13 @@ only for any size of one. Past them, a run that shows what no kept run shows (it
 printed results, its messages' ids and its errors' codes) takes the place of the last copy of what kept runs show
 most often, and a run that failed takes the place of a kept run without an error that others repeat. So a thousand
 nodes' flush errors do not hide the one node whose completion failed with another status, nor the one stalled run
-among thousands that passed. An input none of whose runs is kept gives back the room its lines took for
-excerpts (nothing will quote them), and past the first MAX_LISTED_INPUTS inputs it is counted, not listed. When the
-kept runs hold more than MAX_INPUT_MESSAGES messages together, what each run may keep is halved (not below
-MIN_RUN_MESSAGES) and every kept run trimmed to it as a full run gives messages up (`trim`): a thousand ranks' logs of
-four hundred INFO lines each keep each rank's kinds, not four hundred thousand lines.
+among thousands that passed. A server or client run let go leaves its partner without a pair, and every other pair
+as it was (`Run.pair`: the i-th server meets the i-th client of the whole input, not of the runs kept). An input
+none of whose runs is kept gives back the room its lines took for excerpts (nothing will quote them), and past the
+first MAX_LISTED_INPUTS inputs it is counted, not listed. When the kept runs hold more than MAX_INPUT_MESSAGES
+messages together, what each run may keep is halved (not below MIN_RUN_MESSAGES) and every kept run trimmed to it as
+a full run gives messages up (`trim`): a thousand ranks' logs of four hundred INFO lines each keep each rank's
+kinds, not four hundred thousand lines.
 """
 from __future__ import annotations
 
@@ -159,11 +161,17 @@ class InputRuns:
         self._severity: Dict[Tuple[Hashable, ...], int] = {}        # the worst message kind it includes
         self._of: Dict[int, Tuple[Hashable, ...]] = {}              # id() of a kept run -> what it shows
         self._healthy: List[Run] = []               # kept runs without an error, in order (some let go since)
+        self._places: Dict[Tuple[str, str], int] = {}   # (producer, side) -> the server or client runs seen
+        self._place: Dict[int, int] = {}            # id() of a kept server or client run -> its place among them
 
     def add(self, run: Run) -> bool:
         """`run`, after every run of the inputs read before it. Whether it is kept."""
         shown = shown_by(run)
         severity = max((_SEVERITY.get(m.kind, 2) for m in run.messages), default=-1)
+        place = None
+        if run.side in ("server", "client"):
+            place = self._places.get((run.producer, run.side), 0)
+            self._places[(run.producer, run.side)] = place + 1
         if len(self.runs) >= self.limit:
             victim = self._victim(shown, severity == 2)
             if victim is None:
@@ -176,6 +184,8 @@ class InputRuns:
         self._shown.setdefault(shown, []).append(run)
         self._severity[shown] = severity
         self._of[id(run)] = shown
+        if place is not None:
+            self._place[id(run)] = place
         if severity < 2:
             self._healthy.append(run)
         while self.messages > MAX_INPUT_MESSAGES and self.per_run > MIN_RUN_MESSAGES:
@@ -202,9 +212,17 @@ class InputRuns:
     def _let_go(self, run: Run) -> None:
         del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is run)]
         shown = self._of.pop(id(run))
+        self._place.pop(id(run), None)
         copies = self._shown[shown]
         del copies[next(i for i in range(len(copies) - 1, -1, -1) if copies[i] is run)]
         if not copies:
             del self._shown[shown], self._severity[shown]
         self.messages -= len(run.messages)
         self.dropped += 1
+
+    def place_pairs(self) -> None:
+        """When runs were let go, each kept server and client run is told its place among all the input's runs of
+        its producer and side (Run.pair): a pair whose one side was let go is no pair, and the pairs after it stay."""
+        if self.dropped:
+            for run in self.runs:
+                run.pair = self._place.get(id(run))

@@ -64,6 +64,7 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
         else:
             reader.let_go()
             unlisted += 1
+    kept.place_pairs()
     runs = _attach_commands(kept.runs)
     _complete_sides(runs)
     # the device listings a paste shows (ibv_devinfo, ibstat, show_gids ...) are facts about its host
