@@ -265,12 +265,17 @@ def test_a_server_or_client_let_go_leaves_its_partner_alone_and_the_later_pairs_
     runs[6].messages.append(_message(1, "error", "E", status="12"))         # server 3 failed: it shows something new
     for run in runs[:7]:
         inputs.add(run)
-    inputs.add(runs[7])                                                     # client 3: one more like the others
+    # server 3 took the place of server 2 (every server had its client: the last went), leaving client 2 alone
+    assert [r.source for r in inputs.runs][4:] == ["client2.log", "server3.log"]
     inputs.place_pairs()
-    kept_names = [r.source for r in inputs.runs]
-    assert kept_names == ["server0.log", "client0.log", "server1.log", "client1.log", "client2.log", "server3.log"]
     assert [(s.source, c.source) for s, c in pairs(inputs.runs)] == [("server0.log", "client0.log"),
                                                                       ("server1.log", "client1.log")]
+    # client 3 repeats what kept clients show, but its server is kept: it takes the place of client 2, alone
+    assert inputs.add(runs[7])
+    inputs.place_pairs()
+    assert [r.source for r in inputs.runs] == ["server0.log", "client0.log", "server1.log", "client1.log",
+                                               "server3.log", "client3.log"]
+    assert [(s.source, c.source) for s, c in pairs(inputs.runs)][2:] == [("server3.log", "client3.log")]
     # with nothing let go, pairs go by order as they always did
     whole = InputRuns(limit=8)
     fresh = [Run(source=r.source, index=0, first_line=r.first_line, last_line=1, side=r.side) for r in runs]
@@ -278,3 +283,17 @@ def test_a_server_or_client_let_go_leaves_its_partner_alone_and_the_later_pairs_
         whole.add(run)
     whole.place_pairs()
     assert all(r.pair is None for r in whole.runs) and len(pairs(whole.runs)) == 4
+
+
+def test_a_server_let_go_is_kept_after_all_when_its_client_is():
+    from rdmadoctor.engine.evaluate import pairs
+    inputs = InputRuns(limit=4)
+    runs = [Run(source=f"{side}{k}.log", index=0, first_line=k, last_line=k, side=side)
+            for k in range(3) for side in ("server", "client")]
+    runs[5].messages.append(_message(1, "error", "E", status="12"))         # client 2 failed
+    assert [inputs.add(r) for r in runs] == [True] * 4 + [False, True]      # server 2 repeated what servers show
+    inputs.place_pairs()
+    assert [r.source for r in inputs.runs] == ["server0.log", "client0.log", "client2.log", "server2.log"]
+    assert [(s.source, c.source) for s, c in pairs(inputs.runs)] == [("server0.log", "client0.log"),
+                                                                      ("server2.log", "client2.log")]
+    assert inputs.dropped == 2 and len(inputs.runs) == 4

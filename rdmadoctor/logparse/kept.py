@@ -15,16 +15,17 @@ with error 12 from two peers are one kind, error 12 and error 5 are two.
 
 All the inputs together keep MAX_INPUT_RUNS runs (InputRuns), so that memory is bounded for any number of files, not
 only for any size of one. Past them, a run that shows what no kept run shows (its producer, tool, side, whether it
-printed results, its messages' ids and its errors' codes) takes the place of the last copy of what kept runs show
-most often, and a run that failed takes the place of a kept run without an error that others repeat. So a thousand
-nodes' flush errors do not hide the one node whose completion failed with another status, nor the one stalled run
-among thousands that passed. A server or client run let go leaves its partner without a pair, and every other pair
-as it was (`Run.pair`: the i-th server meets the i-th client of the whole input, not of the runs kept). An input
-none of whose runs is kept gives back the room its lines took for excerpts (nothing will quote them), and past the
-first MAX_LISTED_INPUTS inputs it is counted, not listed. When the kept runs hold more than MAX_INPUT_MESSAGES
-messages together, what each run may keep is halved (not below MIN_RUN_MESSAGES) and every kept run trimmed to it as
-a full run gives messages up (`trim`): a thousand ranks' logs of four hundred INFO lines each keep each rank's
-kinds, not four hundred thousand lines.
+printed results, its command's options, its messages' ids and its errors' codes) takes the place of the last copy of
+what kept runs show most often, and a run that failed takes the place of a kept run without an error that others
+repeat. So a thousand nodes' flush errors do not hide the one node whose completion failed with another status, nor
+the one stalled run among thousands that passed. A server or client run let go is held a while and kept after all
+when its partner is; otherwise it leaves its partner without a pair, and every other pair as it was (`Run.pair`: the
+i-th server meets the i-th client of the whole input, not of the runs kept). An input none of whose runs is kept
+gives back the room its lines took for excerpts (nothing will quote them), and past the first MAX_LISTED_INPUTS
+inputs it is counted, not listed. When the kept runs hold more than MAX_INPUT_MESSAGES messages together, what each
+run may keep is halved (not below MIN_RUN_MESSAGES) and every kept run trimmed to it as a full run gives messages up
+(`trim`): a thousand ranks' logs of four hundred INFO lines each keep each rank's kinds, not four hundred thousand
+lines.
 """
 from __future__ import annotations
 
@@ -108,9 +109,10 @@ class KeptMessages:
 
 def shown_by(run: Run) -> Tuple[Hashable, ...]:
     """What a run shows, as far as rules tell runs apart: its producer, tool and side, whether it printed results,
-    and the ids of its messages (an error's with its codes). A stalled run (no results, no error) shows something
-    a healthy one does not."""
+    the options its command line gives, and the ids of its messages (an error's with its codes). A stalled run (no
+    results, no error) shows something a healthy one does not."""
     return (run.producer, run.tool, run.side, bool(run.results),
+            frozenset(run.command.options) if run.command is not None else None,
             frozenset(kind_of(m) if m.kind == "error" else m.id for m in run.messages))
 
 
@@ -144,12 +146,19 @@ def trim(run: Run, limit: int) -> None:
     messages[:] = kept
 
 
+_Place = Tuple[str, str, int]      # (producer, side, place among the input's runs of that producer and side)
+_OTHER_SIDE = {"server": "client", "client": "server"}
+RECENT_SIDES = 64       # server and client runs let go that are held a while, should their partner be kept
+
+
 class InputRuns:
     """The runs of every input read so far, bounded by `limit` (MAX_INPUT_RUNS); `dropped` counts the runs let go.
 
-    Once `limit` runs are kept, a newcomer that shows what no kept run shows (`shown_by`) takes the place of the last
-    copy of what kept runs show most often, the least severe first; a failed newcomer whose failure is kept already
-    takes the place of the last kept run without an error whose showing is repeated. Anything else is let go."""
+    Once `limit` runs are kept, a newcomer that shows what no kept run shows (`shown_by`), or whose server or client
+    partner is kept, takes the place of the last copy of what kept runs show most often (the least severe first,
+    a run without a kept partner before one with); a failed newcomer whose failure is kept already takes the place of
+    the last kept run without an error whose showing is repeated. Anything else is let go; a server or client let go
+    is held among the last RECENT_SIDES, and kept after all when its partner is."""
 
     def __init__(self, limit: int = MAX_INPUT_RUNS):
         self.limit = limit
@@ -162,22 +171,40 @@ class InputRuns:
         self._of: Dict[int, Tuple[Hashable, ...]] = {}              # id() of a kept run -> what it shows
         self._healthy: List[Run] = []               # kept runs without an error, in order (some let go since)
         self._places: Dict[Tuple[str, str], int] = {}   # (producer, side) -> the server or client runs seen
-        self._place: Dict[int, int] = {}            # id() of a kept server or client run -> its place among them
+        self._place: Dict[int, _Place] = {}         # id() of a kept server or client run -> its place
+        self._at: Dict[_Place, Run] = {}            # and back
+        self._recent: Dict[_Place, Tuple[Run, Tuple[Hashable, ...], int]] = {}     # let go lately, oldest first
 
     def add(self, run: Run) -> bool:
         """`run`, after every run of the inputs read before it. Whether it is kept."""
         shown = shown_by(run)
         severity = max((_SEVERITY.get(m.kind, 2) for m in run.messages), default=-1)
-        place = None
-        if run.side in ("server", "client"):
-            place = self._places.get((run.producer, run.side), 0)
-            self._places[(run.producer, run.side)] = place + 1
+        place: Optional[_Place] = None
+        partner: Optional[_Place] = None
+        if run.side in _OTHER_SIDE:
+            number = self._places.get((run.producer, run.side), 0)
+            self._places[(run.producer, run.side)] = number + 1
+            place, partner = (run.producer, run.side, number), (run.producer, _OTHER_SIDE[run.side], number)
         if len(self.runs) >= self.limit:
-            victim = self._victim(shown, severity == 2)
+            victim = self._victim(shown, severity == 2, partner in self._at)
             if victim is None:
                 self.dropped += 1
+                if place is not None:
+                    self._hold(place, run, shown, severity)
                 return False
             self._let_go(victim)
+        self._keep(run, shown, severity, place)
+        held = self._recent.pop(partner, None) if partner is not None else None
+        if held is not None:
+            # its partner was let go a moment ago: kept after all, so that the pair is examined
+            victim = self._victim(held[1], False, True)
+            if victim is not None and victim is not run:
+                self._let_go(victim)
+                self._keep(held[0], held[1], held[2], partner)
+                self.dropped -= 1
+        return True
+
+    def _keep(self, run: Run, shown: Tuple[Hashable, ...], severity: int, place: Optional[_Place]) -> None:
         trim(run, self.per_run)
         self.runs.append(run)
         self.messages += len(run.messages)
@@ -186,6 +213,7 @@ class InputRuns:
         self._of[id(run)] = shown
         if place is not None:
             self._place[id(run)] = place
+            self._at[place] = run
         if severity < 2:
             self._healthy.append(run)
         while self.messages > MAX_INPUT_MESSAGES and self.per_run > MIN_RUN_MESSAGES:
@@ -193,15 +221,25 @@ class InputRuns:
             for kept in self.runs:
                 trim(kept, self.per_run)
             self.messages = sum(len(kept.messages) for kept in self.runs)
-        return True
 
-    def _victim(self, shown: Tuple[Hashable, ...], failed: bool) -> Optional[Run]:
-        if shown not in self._shown:
+    def _hold(self, place: _Place, run: Run, shown: Tuple[Hashable, ...], severity: int) -> None:
+        self._recent[place] = (run, shown, severity)
+        if len(self._recent) > RECENT_SIDES:
+            del self._recent[next(iter(self._recent))]
+
+    def _paired(self, run: Run) -> bool:
+        place = self._place.get(id(run))
+        return place is not None and (place[0], _OTHER_SIDE[place[1]], place[2]) in self._at
+
+    def _victim(self, shown: Tuple[Hashable, ...], failed: bool, partner_kept: bool) -> Optional[Run]:
+        if shown not in self._shown or partner_kept:
             repeated = [(self._severity[s], -len(runs), n, s) for n, (s, runs) in enumerate(self._shown.items())
                         if len(runs) > 1]
             if repeated:
-                return self._shown[min(repeated)[3]][-1]
-        elif not failed:
+                copies = self._shown[min(repeated)[3]]
+                return next((r for r in reversed(copies) if not self._paired(r)), copies[-1])
+            return None
+        if not failed:
             return None
         while self._healthy:
             healthy = self._healthy.pop()
@@ -212,7 +250,9 @@ class InputRuns:
     def _let_go(self, run: Run) -> None:
         del self.runs[next(i for i in range(len(self.runs) - 1, -1, -1) if self.runs[i] is run)]
         shown = self._of.pop(id(run))
-        self._place.pop(id(run), None)
+        place = self._place.pop(id(run), None)
+        if place is not None:
+            del self._at[place]
         copies = self._shown[shown]
         del copies[next(i for i in range(len(copies) - 1, -1, -1) if copies[i] is run)]
         if not copies:
@@ -225,4 +265,5 @@ class InputRuns:
         its producer and side (Run.pair): a pair whose one side was let go is no pair, and the pairs after it stay."""
         if self.dropped:
             for run in self.runs:
-                run.pair = self._place.get(id(run))
+                place = self._place.get(id(run))
+                run.pair = place[2] if place is not None else None
