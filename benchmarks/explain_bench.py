@@ -294,31 +294,63 @@ def scaling_table(trees: Sequence[Tree], tmp: Path, sizes: Sequence[float], repe
         log.unlink()
 
 
+_FILES_HEADER = ("| files | MB | tree | explain wall s | CPU s | CPU ms per file | grep wall s | peak RSS MB | "
+                 "JSON KB | exit |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _fixture_files(d: Path, count: int, seed: int) -> List[str]:
+    """`count` fixture logs, one a file in `d`, their digits varied."""
+    d.mkdir()
+    logs, rng = _fixture_logs(), random.Random(seed)
+    paths = []
+    for i in range(count):
+        p = d / f"{i:05d}.log"
+        p.write_bytes(_vary(logs[i % len(logs)], rng))
+        paths.append(str(p))
+    return paths
+
+
+def _files_rows(trees: Sequence[Tree], count: int, mb: float, samples: Dict[str, List[Sample]]) -> None:
+    for tree in trees:
+        runs = samples[tree.label]
+        cpu = statistics.median(s.cpu for s in runs)
+        print(f"| {count} | {mb:.1f} | {tree.label} | {fmt([s.wall for s in runs])} | {cpu:.2f} | "
+              f"{cpu / count * 1000:.2f} | {fmt([s.wall for s in samples['grep']], 3)} | "
+              f"{max(s.rss for s in runs):.0f} | {runs[-1].out_bytes / 1024:.0f} | {runs[-1].status} |")
+        sys.stdout.flush()
+
+
 def files_table(trees: Sequence[Tree], tmp: Path, counts: Sequence[int], repeat: int) -> None:
     print("\n## Scaling with the number of files (fixture logs, one per file, digits varied; explain --json)")
-    print("| files | MB | tree | explain wall s | CPU s | CPU ms per file | grep wall s | peak RSS MB | JSON KB | "
-          "exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    logs = _fixture_logs()
+    print(_FILES_HEADER)
     for count in counts:
         d = tmp / f"files-{count}"
-        d.mkdir()
-        rng = random.Random(count)
-        paths = []
-        for i in range(count):
-            p = d / f"{i:05d}.log"
-            p.write_bytes(_vary(logs[i % len(logs)], rng))
-            paths.append(str(p))
+        paths = _fixture_files(d, count, count)
         mb = sum(os.path.getsize(p) for p in paths) / 1e6
-        r = measure(trees, ["--json"], paths, tmp, repeat)
-        for tree in trees:
-            runs = r[tree.label]
-            cpu = statistics.median(s.cpu for s in runs)
-            print(f"| {count} | {mb:.1f} | {tree.label} | {fmt([s.wall for s in runs])} | {cpu:.2f} | "
-                  f"{cpu / count * 1000:.2f} | {fmt([s.wall for s in r['grep']], 3)} | "
-                  f"{max(s.rss for s in runs):.0f} | {runs[-1].out_bytes / 1024:.0f} | {runs[-1].status} |")
-            sys.stdout.flush()
+        _files_rows(trees, count, mb, measure(trees, ["--json"], paths, tmp, repeat))
         shutil.rmtree(d)
+
+
+def listed_files_table(trees: Sequence[Tree], tmp: Path, counts: Sequence[int], repeat: int) -> None:
+    print("\n## Files named by --files-from (4,000 fixture logs, digits varied, named over and over in one list; "
+          "explain --json; grep through xargs)")
+    print(_FILES_HEADER)
+    d = tmp / "listed"
+    paths = _fixture_files(d, 4000, 7)
+    for count in counts:
+        named = [paths[i % len(paths)] for i in range(count)]
+        listing = tmp / f"list-{count}.txt"
+        listing.write_text("".join(f"{p}\n" for p in named))
+        mb = sum(os.path.getsize(p) for p in named) / 1e6
+        samples: Dict[str, List[Sample]] = {t.label: [] for t in trees}
+        samples["grep"] = []
+        for _ in range(repeat):
+            for tree in trees:
+                samples[tree.label].append(run_once([*tree.cmd, "explain", "--json", "--files-from", str(listing)],
+                                                    tree.env, tmp / f"out-{tree.label}"))
+            samples["grep"].append(run_once(["xargs", "-a", str(listing), *grep_argv([])], trees[0].env))
+        _files_rows(trees, count, mb, samples)
+    shutil.rmtree(d)
 
 
 # A rank's log of a job run with NCCL_DEBUG=INFO, one file per rank: the INFO lines ncclIbInitDevices() and the
@@ -406,14 +438,16 @@ def main() -> None:
     ap.add_argument("--scaling", default="1,10,100", help="sizes of the scaling series in MB (1000 adds a GB)")
     ap.add_argument("--files", default="1000,4000", help="file counts")
     ap.add_argument("--rank-files", default="1000", help="counts of NCCL rank logs, one file each (table 'ranks')")
+    ap.add_argument("--listed-files", default="16000", help="counts of files named by --files-from (table 'listed')")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="1 MB shapes, scaling to 10 MB, 1,000 files, 1 run each")
-    ap.add_argument("--only", help="comma-separated: shapes and/or scaling,files,ranks,startup")
+    ap.add_argument("--only", help="comma-separated: shapes and/or scaling,files,ranks,listed,startup")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the rdmadoctor checkout to measure (default: this one)")
     ap.add_argument("--before", type=Path, help="another checkout, measured in turn on the same files")
     args = ap.parse_args()
     if args.quick:
         args.sizes, args.scaling, args.files, args.rank_files, args.repeat = "1", "1,10", "1000", "200", 1
+        args.listed_files = "4000"
     only = set(args.only.split(",")) if args.only else None
     grep_version = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     try:
@@ -440,6 +474,8 @@ def main() -> None:
             files_table(trees, tmp, [int(n) for n in _numbers(args.files)], args.repeat)
         if only is None or "ranks" in only:
             rank_files_table(trees, tmp, [int(n) for n in _numbers(args.rank_files)], args.repeat)
+        if only is None or "listed" in only:
+            listed_files_table(trees, tmp, [int(n) for n in _numbers(args.listed_files)], args.repeat)
         if only is None or "startup" in only:
             startup_table(trees, tmp, args.repeat)
 

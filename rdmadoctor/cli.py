@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, BinaryIO, Dict, List, Optional, cast
 
 import click
 import typer
@@ -190,6 +190,9 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
 def explain(
     logs: Optional[List[str]] = _argument(None, metavar="LOG...",
                                      help="The output: one or both sides, files or '-' for stdin."),
+    files_from: Optional[str] = _option(None, "--files-from", metavar="FILE",
+                                        help="Also the logs FILE names, one a line ('-': the names come on stdin): "
+                                             "for more files than a command line holds."),
     json_out: bool = _option(False, "--json", help="Print the result as JSON (schema rdmadoctor/1)."),
     html: Optional[Path] = _option(None, "--html", metavar="FILE", help="Also write an HTML report."),
     link_rate: Optional[str] = _option(None, "--link-rate", metavar="RATE",
@@ -201,7 +204,9 @@ def explain(
 ) -> None:
     """Name the root cause of a failing (or slow) RDMA run from its output: perftest, NCCL, UCX, Open MPI,
     libfabric, the verbs and rdma_cm tools, device listings, the kernel log."""
-    _required(logs, "LOG...", "argument")
+    if files_from is None:
+        _required(logs, "LOG...", "argument")
+    logs = logs or []
     from rdmadoctor.engine import diagnose
     from rdmadoctor.logparse.streams import InputError, parse_paths
     rate = None
@@ -212,16 +217,48 @@ def explain(
             raise click.BadParameter(str(exc), param_hint="--link-rate")
     if logs.count("-") > 1:
         raise click.BadParameter("standard input ('-') can be given once", param_hint="LOG")
+    if files_from == "-" and "-" in logs:
+        raise click.BadParameter("standard input holds either the list of files or a log, not both",
+                                 param_hint="--files-from")
     language = _language(lang)
     table = _table(rules_dir)
+    listing = _listing(files_from)
     try:
-        parsed = parse_paths(logs)
+        parsed = parse_paths(logs, listing)
     except InputError as exc:
         raise _fail_input(str(exc))
     except OSError as exc:                    # EIO in the middle of a file
         raise _fail_input(f"cannot read {exc.filename or 'the input'}: {exc.strerror or exc}")
+    finally:
+        if listing is not None:
+            listing.close()
     raise typer.Exit(_emit(diagnose.explain(parsed, rate, table, language), json_out, html, verbose, redact,
                            language))
+
+
+def _listing(path: Optional[str]) -> Optional[BinaryIO]:
+    """--files-from: the list of files, seekable (it is read twice); a pipe or standard input is kept in a spooled
+    temporary file (in memory up to 1 MiB, on disk beyond)."""
+    if path is None:
+        return None
+    try:
+        source = sys.stdin.buffer if path == "-" else open(path, "rb")
+    except OSError as exc:
+        raise _fail_input(f"{path}: {exc.strerror or exc}")
+    if source is not sys.stdin.buffer and source.seekable():
+        return source
+    import shutil
+    import tempfile
+    spool = tempfile.SpooledTemporaryFile(max_size=1 << 20)
+    try:
+        shutil.copyfileobj(source, spool)
+    except OSError as exc:
+        spool.close()
+        raise _fail_input(f"{path}: {exc.strerror or exc}")
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    return cast(BinaryIO, spool)
 
 
 def _bad_peer_answer(facts) -> Optional[str]:

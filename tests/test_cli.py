@@ -74,3 +74,57 @@ def test_link_rate_judges_a_successful_run(tmp_path):
     assert "PT-LINE-RATE-SMALL-MTU" in rules or "PT-LINE-RATE" in rules
     assert out.returncode == 1
     assert "of line rate" in json.dumps(doc["findings"])
+
+
+def _verdict_of(out) -> tuple:
+    doc = json.loads(out.stdout)
+    return out.returncode, doc["verdict"]["status"], doc["verdict"]["cause"], [i["name"] for i in doc["inputs"]]
+
+
+def test_files_from_names_the_logs_one_a_line_from_a_file_a_pipe_or_stdin(tmp_path):
+    server, client = str(SEED / "server.log"), str(SEED / "client.log")
+    listing = tmp_path / "logs.txt"
+    listing.write_bytes(f"{server}\r\n\n{client}\n".encode())       # a CR and a blank line: read past
+    expected = _verdict_of(run("explain", "--json", server, client))
+    assert expected[:3] == (2, "failure", "qp-count-mismatch")
+    assert _verdict_of(run("explain", "--json", "--files-from", str(listing))) == expected
+    assert _verdict_of(run("explain", "--json", "--files-from", "-", stdin=listing.read_bytes())) == expected
+    # the arguments first, then the list
+    listing.write_text(client + "\n")
+    assert _verdict_of(run("explain", "--json", server, "--files-from", str(listing))) == expected
+    piped = subprocess.run(f"{sys.executable} -m rdmadoctor explain --json --files-from <(printf '%s\\n' {server} "
+                           f"{client})", shell=True, executable="/bin/bash", capture_output=True, cwd=ROOT, timeout=120)
+    assert _verdict_of(piped) == expected
+
+
+def test_files_from_a_name_that_is_not_utf8(tmp_path):
+    odd = tmp_path / b"client-\xff.log".decode("utf-8", "surrogateescape")
+    odd.write_bytes((SEED / "client.log").read_bytes())
+    listing = tmp_path / "logs.txt"
+    listing.write_bytes(str(SEED / "server.log").encode() + b"\n" + str(tmp_path).encode() + b"/client-\xff.log\n")
+    out = run("explain", "--json", "--files-from", str(listing))
+    assert out.returncode == 2 and json.loads(out.stdout)["verdict"]["cause"] == "qp-count-mismatch"
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"/nonexistent/one.log\n", b"/nonexistent/one.log: No such file or directory"),
+    (b"-\n", b"names '-'"),
+    (b"a.log\0b.log\0", b"NUL byte"),
+    (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", b"PNG: No such file or directory"),     # an image, not a list
+])
+def test_files_from_a_bad_list_is_an_input_error_before_anything_is_read(tmp_path, content, said):
+    listing = tmp_path / "logs.txt"
+    listing.write_bytes(str(SEED / "server.log").encode() + b"\n" + content)
+    out = run("explain", "--files-from", str(listing))
+    assert out.returncode == 3 and said in out.stderr and out.stdout == b""
+
+
+def test_files_from_that_cannot_be_read_or_shares_stdin(tmp_path):
+    out = run("explain", "--files-from", str(tmp_path / "missing.txt"))
+    assert out.returncode == 3 and b"missing.txt: No such file or directory" in out.stderr
+    out = run("explain", "--files-from", str(tmp_path))
+    assert out.returncode == 3 and b"Is a directory" in out.stderr
+    out = run("explain", "--files-from", "-", "-", stdin=b"")
+    assert out.returncode != 0 and b"either the list of files or a log" in out.stderr
+    out = run("explain")
+    assert out.returncode != 0 and b"LOG..." in out.stderr

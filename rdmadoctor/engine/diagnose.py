@@ -79,8 +79,8 @@ def dropped_notes(parsed: ParsedLog) -> List[str]:
                      f"not examined one by one ({_WHY_KEPT}; then one whose errors no kept run shows, in the place "
                      "of the last copy of the failure kept runs repeat most)")
     if parsed.inputs_unlisted:
-        notes.append(f"{parsed.inputs_unlisted} more input(s) were read and are not listed: past the first "
-                     f"{len(parsed.sources)}, an input is listed only when one of its runs is kept")
+        notes.append(f"{parsed.inputs_unlisted} more input(s) were read and are not listed beside the "
+                     f"{len(parsed.sources)} that are: none of their runs was kept")
     return notes
 
 

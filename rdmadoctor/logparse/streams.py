@@ -346,10 +346,23 @@ def _may_name_a_tool(line: str) -> bool:
     return not producers.TOOL_WORDS.isdisjoint(catalog.line_words(line))
 
 
-def parse_paths(paths: Iterable[str]) -> ParsedLog:
-    """Files by path; '-' is standard input. Unreadable paths raise InputError before any parsing; then the files
-    are opened one at a time (thousands of them never hold thousands of descriptors)."""
+def parse_paths(paths: Iterable[str], listing: Optional[BinaryIO] = None) -> ParsedLog:
+    """Files by path ('-' is standard input), then the files `listing` names, one a line (a seekable file: it is read
+    twice, so that the names of a million files are never all held). Unreadable paths raise InputError before any
+    parsing; then the files are opened one at a time (thousands of them never hold thousands of descriptors)."""
     paths = list(paths)
+
+    def every() -> Iterator[str]:
+        yield from paths
+        if listing is not None:
+            yield from _listed(listing)
+
+    total = _total_size(every())
+    return parse_streams(_opened(every()), size_hint=total)
+
+
+def _total_size(paths: Iterable[str]) -> Optional[int]:
+    """The inputs' total size (None when standard input is one); InputError for the first that cannot be read."""
     total: Optional[int] = 0
     for path in paths:
         if path == "-":
@@ -364,20 +377,38 @@ def parse_paths(paths: Iterable[str]) -> ParsedLog:
             total = None if total is None else total + size
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
+    return total
 
-    def streams() -> Iterator[Tuple[str, BinaryIO]]:
-        for path in paths:
-            if path == "-":
-                yield "<stdin>", sys.stdin.buffer
-                continue
-            try:
-                f = open(path, "rb")
-            except OSError as exc:
-                raise InputError(f"{path}: {exc.strerror or exc}") from None
-            with f:
-                yield path, f
 
-    return parse_streams(streams(), size_hint=total)
+def _opened(paths: Iterable[str]) -> Iterator[Tuple[str, BinaryIO]]:
+    """Each input open while it is read, and closed before the next is opened."""
+    for path in paths:
+        if path == "-":
+            yield "<stdin>", sys.stdin.buffer
+            continue
+        try:
+            f = open(path, "rb")
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from None
+        with f:
+            yield path, f
+
+
+def _listed(listing: BinaryIO) -> Iterator[str]:
+    """The paths a list of files names: one a line (a CR before the newline and blank lines ignored), in the file
+    system's encoding (a name that is not UTF-8 comes back as the same bytes)."""
+    listing.seek(0)
+    for number, raw in enumerate(listing, 1):
+        name = raw.rstrip(b"\r\n")
+        if not name.strip():
+            continue
+        if b"\0" in name:
+            raise InputError(f"line {number} of the list of files holds a NUL byte: the list gives one name a line "
+                             "(find -print, not -print0)")
+        if name == b"-":
+            raise InputError(f"line {number} of the list of files names '-': standard input is given on the "
+                             "command line, not in a list")
+        yield os.fsdecode(name)
 
 
 def parse_text(text: str, name: str = "<text>") -> ParsedLog:
