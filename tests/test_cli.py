@@ -111,6 +111,7 @@ def test_files_from_a_name_that_is_not_utf8(tmp_path):
     (b"-\n", b"names '-'"),
     (b"a.log\0b.log\0", b"NUL byte"),
     (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", b"PNG: No such file or directory"),     # an image, not a list
+    (b"x" * 3_000_000, b"longer than a path can be (4096 bytes)"),        # one line of megabytes, never read whole
 ])
 def test_files_from_a_bad_list_is_an_input_error_before_anything_is_read(tmp_path, content, said):
     listing = tmp_path / "logs.txt"

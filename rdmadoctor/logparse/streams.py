@@ -394,11 +394,22 @@ def _opened(paths: Iterable[str]) -> Iterator[Tuple[str, BinaryIO]]:
             yield path, f
 
 
+PATH_MAX = 4096         # Linux's limit on a path, in bytes with its NUL
+
+
 def _listed(listing: BinaryIO) -> Iterator[str]:
     """The paths a list of files names: one a line (a CR before the newline and blank lines ignored), in the file
     system's encoding (a name that is not UTF-8 comes back as the same bytes)."""
     listing.seek(0)
-    for number, raw in enumerate(listing, 1):
+    number = 0
+    while True:
+        raw = listing.readline(PATH_MAX + 2)        # a line no path can be is not read whole
+        if not raw:
+            return
+        number += 1
+        if len(raw) > PATH_MAX + 1 or (len(raw) == PATH_MAX + 1 and not raw.endswith(b"\n")):
+            raise InputError(f"line {number} of the list of files is longer than a path can be ({PATH_MAX} bytes): "
+                             "not a list of file names")
         name = raw.rstrip(b"\r\n")
         if not name.strip():
             continue
