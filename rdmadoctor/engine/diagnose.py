@@ -76,8 +76,8 @@ def dropped_notes(parsed: ParsedLog) -> List[str]:
                  f"run(s) were not examined one by one ({_WHY_KEPT})"]
     if parsed.runs_dropped:
         notes.append(f"{parsed.runs_dropped} run(s) beyond the {len(parsed.runs)} all the inputs keep together were "
-                     f"not examined one by one ({_WHY_KEPT}; then one whose errors no kept run shows, in the place "
-                     "of the last copy of the failure kept runs repeat most)")
+                     f"not examined one by one ({_WHY_KEPT}, and one that shows what no kept run shows in the place "
+                     "of the last copy of what kept runs show most often)")
     if parsed.inputs_unlisted:
         notes.append(f"{parsed.inputs_unlisted} more input(s) were read and are not listed beside the "
                      f"{len(parsed.sources)} that are: none of their runs was kept")
