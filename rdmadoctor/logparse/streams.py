@@ -56,10 +56,10 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
         reader.text.flattened = classifier.flattened - flattened_before
         reader.text.runs_dropped = source.builder.dropped_runs + source.others.dropped
         _side_from_name(name, source_runs)
-        kept_any = sum(kept.add(run) for run in source_runs) > 0
-        if source_runs and not kept_any:
-            reader.let_go()
+        kept_any = sum(kept.add(run) for run in source_runs) > 0     # every run offered, not only up to the first kept
         if kept_any or len(sources) < MAX_LISTED_INPUTS:
+            if source_runs and not kept_any:
+                reader.let_go()
             sources.append(reader.text)
         else:
             reader.let_go()
