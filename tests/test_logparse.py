@@ -614,3 +614,33 @@ def test_row_text_prefix_is_the_run_of_row_bytes_at_the_start():
         assert _row_text_prefix(data) == len(data) - len(data.lstrip(_ROW_TEXT)), data
     assert _row_text_prefix(b"65536 1000 11.53 11.52 0.022\t") == 29
     assert _row_text_prefix(b"65536 1000 x") == 11
+
+
+@pytest.mark.parametrize("line, same, other", [
+    # NCCL.IBV_CALL_FAILED writes a digit (mlx5dv_): its match is made again in each line of the shape
+    ("node1:1234:1250 [0] misc/ibvwrap.cc:116 NCCL WARN Call to mlx5dv_reg_dmabuf_mr failed with error Bad address",
+     "node7:9934:1950 [3] misc/ibvwrap.cc:316 NCCL WARN Call to mlx5dv_reg_dmabuf_mr failed with error Bad address",
+     "node1:1234:1250 [0] misc/ibvwrap.cc:116 NCCL WARN Call to mlx0dv_reg_dmabuf_mr failed with error Bad address"),
+    # a keyword with digits (fe80): pinned, a line of the shape with another word there is read on its own
+    ("H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+     "fe80::966d:ae03:8b:df78%ib0<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)",
+     "H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+     "fe80::966d:ae03:8b:df78%ib0<53249> with error 5, opcode 12564, len 12564, vendor err 49 (Send)",
+     "H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+     "fe30::966d:ae03:8b:df78%ib0<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)"),
+])
+def test_a_shape_whose_reading_depends_on_some_digits_is_replayed_only_where_they_agree(line, same, other):
+    """A line of a known shape is replayed when the digits a pattern writes (or a keyword holds) are where they were,
+    and read on its own where they are not; either way it reads as a fresh classifier reads it."""
+    from rdmadoctor.logparse import lines
+    seen = lines.LineClassifier()
+    seen.classify(line)
+    plan = seen._shapes[lines.line_shape(line)]
+    assert plan is not lines._UNSAFE and (plan[-1].verify or plan[-1].pinned)
+    assert lines._replayable(same, plan[-1], None) is not None
+    assert lines._replayable(other, plan[-1], None) is None
+    for variant in (same, other):
+        assert lines.line_shape(variant) == lines.line_shape(line)
+        assert seen.classify(variant) == lines.LineClassifier().classify(variant), variant
+    fields = [i.data.fields for i in seen.classify(same) if i.kind == "message"]
+    assert fields and fields == [i.data.fields for i in lines.LineClassifier().classify(same) if i.kind == "message"]

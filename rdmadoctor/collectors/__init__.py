@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 from rdmadoctor.runtime import jsonio
@@ -99,11 +99,11 @@ def _section(status: str, data: Optional[Dict[str, Any]], reason: Optional[str],
     return sec
 
 
-def run_collector(name: str, module: Any, ctx: CollectContext, timeout: Optional[float] = None) -> Dict[str, Any]:
-    """One collector in a daemon thread with a deadline. Never raises."""
-    sub = ctx.for_section()
+def _start(name: str, module: Any, sub: CollectContext) -> Tuple[threading.Thread, Dict[str, Any], float]:
+    """One collector started in a daemon thread: (the thread, the box it leaves its data or its reason in, when it
+    started). A collector's failure is put in the box, never raised."""
     box: Dict[str, Any] = {}
-    limit = float(timeout if timeout is not None else getattr(module, "TIMEOUT", 10.0))
+    started = time.monotonic()
 
     def work() -> None:
         try:
@@ -115,11 +115,9 @@ def run_collector(name: str, module: Any, ctx: CollectContext, timeout: Optional
         finally:
             box["seconds"] = time.monotonic() - started
 
-    started = time.monotonic()
     thread = threading.Thread(target=work, name=f"rdmadoctor-collect-{name}", daemon=True)
     thread.start()
-    thread.join(limit)
-    return _finish(name, thread, box, sub, started, limit)
+    return thread, box, started
 
 
 def _finish(name: str, thread: threading.Thread, box: Dict[str, Any], sub: CollectContext, started: float,
@@ -163,21 +161,7 @@ def collect_facts(ctx: Optional[CollectContext] = None, only: Optional[Iterable[
         limit = float((timeouts or {}).get(name, getattr(module, "TIMEOUT", 10.0)))
         limit = min(limit, total_timeout)
         sub = ctx.for_section()
-        box: Dict[str, Any] = {}
-        t0 = time.monotonic()
-
-        def work(module=module, sub=sub, box=box, t0=t0) -> None:
-            try:
-                box["data"] = module.collect(sub)
-            except Unavailable as exc:
-                box["unavailable"] = str(exc) or "unavailable"
-            except BaseException as exc:     # noqa: BLE001
-                box["unavailable"] = f"collector failed: {type(exc).__name__}: {exc}"
-            finally:
-                box["seconds"] = time.monotonic() - t0
-
-        thread = threading.Thread(target=work, name=f"rdmadoctor-collect-{name}", daemon=True)
-        thread.start()
+        thread, box, t0 = _start(name, module, sub)
         running.append((name, thread, box, sub, t0, limit))
     sections: Dict[str, Any] = {}
     for name, thread, box, sub, t0, limit in running:
@@ -240,4 +224,4 @@ def load_facts(path: Union[str, Path]) -> Dict[str, Any]:
 
 
 __all__ = ["SCHEMA", "ORDER", "CollectContext", "Unavailable", "FactsError", "collect_facts", "load_facts",
-           "save_facts", "validate_facts", "check_facts", "registry", "run_collector", "host_info"]
+           "save_facts", "validate_facts", "check_facts", "registry", "host_info"]

@@ -53,8 +53,9 @@ class Scope:
             return self.server
         return None
 
-    def pick(self, of: Optional[str]) -> List[Run]:
-        """The runs a condition looks at."""
+    def pick(self, of: Optional[str]) -> Sequence[Run]:
+        """The runs a condition looks at (to read only: every run of the input, or of the scope, is the list they are
+        held in, not a copy)."""
         default = "run" if self.run is not None else "any"
         which = of or default
         if which == "run":
@@ -67,11 +68,11 @@ class Scope:
         if which == "client":
             return [self.client] if self.client else []
         if which == "input":                 # every run of the input, of any producer (a kernel line, a listing)
-            return list(self.ctx.get("runs") or self.runs)
+            return self.ctx.get("runs") or self.runs
         if which == "any":
             if self.server is not None or self.client is not None:
                 return [r for r in (self.server, self.client) if r is not None]
-            return list(self.runs)
+            return self.runs
         raise ValueError(f"unknown 'of': {which}")
 
     def fork(self) -> "Scope":
@@ -141,12 +142,8 @@ def _message(cond: Dict[str, Any], scope: Scope) -> bool:
 def _every_run(scope: Scope, of: Optional[str]) -> Optional[Sequence[Run]]:
     """The list of runs a condition reads every run of (the input's, or the scope's when it has no server/client
     pair), or None when it reads only some."""
-    which = of or ("run" if scope.run is not None else "any")
-    if which == "input":
-        return scope.ctx.get("runs") or scope.runs
-    if which == "any" and scope.server is None and scope.client is None:
-        return scope.runs
-    return None
+    picked = scope.pick(of)
+    return picked if picked is scope.runs or picked is scope.ctx.get("runs") else None
 
 
 def _messages_found(cond: Dict[str, Any], scope: Scope, cited: Optional[Set[Tuple[str, int]]]) -> List[Message]:
@@ -167,26 +164,17 @@ def _messages_found(cond: Dict[str, Any], scope: Scope, cited: Optional[Set[Tupl
 
 
 def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[str]) -> Iterable[Message]:
-    """The messages of the runs `of` picks, in order; for the whole input (tried once per run by some rules), only
-    those of the ids (or kind) asked, from an index of the input's messages built once per diagnosis."""
+    """The messages of the runs `of` picks, in order; for the whole input or one run (a run is read by every rule of
+    its producer, the input once per run by some), only those of the ids (or kind) asked, from an index of its
+    messages built once per diagnosis."""
     runs = scope.ctx.get("runs")
-    if of != "input" or not runs:
+    if of == "input" and runs:
+        by_key = _index(scope.ctx.setdefault("_messages_by_id", {}), runs, runs, len(runs))
+    else:
         picked = scope.pick(of)
-        return picked[0].messages if len(picked) == 1 else [m for run in picked for m in run.messages]
-    cached = scope.ctx.get("_messages_by_id")
-    if cached is None or cached[0] is not runs or cached[1] != len(runs):
-        by_key: Dict[Any, List[Tuple[int, Message]]] = {}
-        seq = 0
-        for run in runs:
-            for m in run.messages:
-                entry = (seq, m)            # one tuple in the three lists (an input may hold 100,000 messages)
-                by_key.setdefault(m.id, []).append(entry)
-                by_key.setdefault(("*", m.kind), []).append(entry)
-                by_key.setdefault("*", []).append(entry)
-                seq += 1
-        cached = (runs, len(runs), by_key)
-        scope.ctx["_messages_by_id"] = cached
-    by_key = cached[2]
+        if len(picked) != 1:
+            return [m for run in picked for m in run.messages]
+        by_key = _index(scope.ctx.setdefault("_messages_by_run", {}), picked[0], picked, len(picked[0].messages))
     if "*" in ids:
         keyed = by_key.get(("*", kind) if kind else "*", [])
     elif len(ids) == 1:
@@ -194,6 +182,26 @@ def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[
     else:
         keyed = sorted((e for i in dict.fromkeys(ids) for e in by_key.get(i, [])), key=lambda e: e[0])
     return (m for _, m in keyed)
+
+
+def _index(memo: Dict[int, Any], owner: object, runs: Sequence[Run], size: int) -> Dict[Any, List[Tuple[int, Message]]]:
+    """The messages of the runs, each under its id, under ("*", its kind) and under "*", with its place (to merge
+    the lists of several ids in order); built once for the `owner` (the input's list of runs, or the one run) while it
+    is the `size` it was (`memo`: by the owner's id, with the owner, so that the id is never another's)."""
+    cached = memo.get(id(owner))
+    if cached is not None and cached[0] is owner and cached[1] == size:
+        return cached[2]
+    by_key: Dict[Any, List[Tuple[int, Message]]] = {}
+    seq = 0
+    for run in runs:
+        for m in run.messages:
+            entry = (seq, m)            # one tuple in the three lists (an input may hold 100,000 messages)
+            by_key.setdefault(m.id, []).append(entry)
+            by_key.setdefault(("*", m.kind), []).append(entry)
+            by_key.setdefault("*", []).append(entry)
+            seq += 1
+    memo[id(owner)] = (owner, size, by_key)
+    return by_key
 
 
 def _value_evidence(run: Run, value: params.Value, name: str) -> Evidence:

@@ -146,19 +146,63 @@ def perftest_gid(decimal_bytes: str) -> Optional[str]:
     return canonical_gid(ipaddress.IPv6Address(bytes(values)))
 
 
-def _spans(line: str, match: catalog.Match) -> Optional[tuple]:
-    """A catalogue match as positions in its line (its pattern, its span, its fields' spans)."""
+def _spans(line: str, match: catalog.Match, verified: bool) -> Optional[tuple]:
+    """A catalogue match as positions in its line (its pattern, its span, its fields' spans; None for the fields of a
+    pattern that tells digits apart, `verified`: they are taken from its match in each line)."""
     for found in match.pattern.regex.finditer(line):
         if found.start() == match.start and found.end() == match.end:
-            groups = tuple((name, found.start(name), found.end(name)) for name, value in found.groupdict().items()
-                           if value is not None)
+            groups = None if verified else tuple(
+                (name, found.start(name), found.end(name)) for name, value in found.groupdict().items()
+                if value is not None)
             return match.pattern, match.start, match.end, groups
     return None
 
 
-def _match(line: str, spans: tuple) -> catalog.Match:
+def _match(line: str, spans: tuple, fresh: Dict[Tuple[int, int], "re.Match[str]"]) -> catalog.Match:
     pattern, start, end, groups = spans
+    if groups is None:
+        found = fresh[id(pattern), start]
+        return catalog.Match(pattern, start, end, found.group(0),
+                             {k: v for k, v in found.groupdict().items() if v is not None})
     return catalog.Match(pattern, start, end, line[start:end], {name: line[a:b] for name, a, b in groups})
+
+
+class _Checks(NamedTuple):
+    """What a line of a known shape must show for its shape's plan to read it (LineClassifier._plan)."""
+    # (start, end, text) of each word with digits that decides something (a keyword, a header key): the same text
+    pinned: Tuple[Tuple[int, int, str], ...]
+    # (index, pattern, spans) of each pattern that tells digits apart and matched: the same spans exactly
+    verify: Tuple[Tuple[int, catalog.Pattern, Tuple[Tuple[int, int], ...]], ...]
+    # (index, pattern) of each that tells digits apart and found nothing: nothing again
+    recheck: Tuple[Tuple[int, catalog.Pattern], ...]
+
+
+_NOTHING_FRESH: Dict[Tuple[int, int], "re.Match[str]"] = {}
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")     # a word as catalog.line_words splits an ASCII line
+
+
+def _replayable(line: str, checks: _Checks, allowed: Optional[AbstractSet[int]]
+                ) -> Optional[Dict[Tuple[int, int], "re.Match[str]"]]:
+    """None when the line does not read as its shape's plan says; else the matches of the patterns that tell digits
+    apart, by (id of the pattern, start), for the fields they bind in this line."""
+    for start, end, word in checks.pinned:
+        if line[start:end] != word:
+            return None
+    for i, p in checks.recheck:
+        if (allowed is None or i in allowed) and p.regex.search(line):
+            return None
+    if not checks.verify:
+        return _NOTHING_FRESH
+    fresh = {}
+    for i, p, spans in checks.verify:
+        if allowed is not None and i not in allowed:
+            return None          # (the prefilter rules out a pattern only where it cannot match: not expected)
+        found = [m for m in p.regex.finditer(line) if m.end() > m.start()]
+        if tuple((m.start(), m.end()) for m in found) != spans:
+            return None
+        for m in found:
+            fresh[id(p), m.start()] = m
+    return fresh
 
 
 def canonical_gid(address: "ipaddress.IPv6Address") -> str:
@@ -250,12 +294,13 @@ class LineClassifier:
             return varying
         shape = line_shape(line)
         plan = self._shapes.get(shape)
+        fresh = None if plan is None or plan is _UNSAFE else _replayable(line, plan[-1], allowed)
         if plan is None:
             items = self._read(line, stripped, allowed, shape)
-        elif plan is _UNSAFE or any(p.regex.search(line) for i, p in plan[-1] if allowed is None or i in allowed):
+        elif fresh is None:
             items = self._read(line, stripped, allowed, None)
         else:
-            items = self._replay(line, plan)
+            items = self._replay(line, plan, fresh)
             if plan[0] == "none" or (plan[0] == "items" and not plan[2]):
                 # as cheap to read again as to look up: kept out of the cache (its memory); a flattened line is kept,
                 # for the same line again counts as flattened once
@@ -284,37 +329,57 @@ class LineClassifier:
         return items
 
     def _plan(self, line: str, words, matches: List[catalog.Match], items: Tuple[Item, ...], structural: bool):
-        """How every line of this one's shape reads, when that is certain: the same words decide (no word with a digit
-        is one that decides), the places where the line is cut do not depend on its digits, and neither do the
-        catalogue's matches: a pattern that tells digits apart (catalog.digit_blind) and found nothing here is tried
-        again on each line of the shape (the last element of the plan), any other must be blind. The messages found
-        are kept as their spans; the other pieces are read again, unless the line is only messages and plain text."""
-        if not _anchors_blind() or any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
+        """How every line of this one's shape reads, when that is certain: the places where the line is cut do not
+        depend on its digits, the same words decide (a word with digits that decides is pinned: each line of the shape
+        must hold the same), and the catalogue's matches are the same: a pattern that tells digits apart
+        (catalog.digit_blind) is tried again on each line of the shape and must match where it matched here, and
+        nowhere else (the last element of the plan: _Checks); any other is blind. The messages found are kept as their
+        spans; the other pieces are read again, unless the line is only messages and plain text."""
+        checks = self._checks(line, words) if _anchors_blind() else None
+        if checks is None:
             return _UNSAFE
-        # (index, pattern): the prefilter names a line's possible patterns by index, and one it rules out for a line
-        # need not be searched in it
-        recheck = tuple((i, p) for i, p in self.catalog.numbered(words) if not p.digit_blind)
-        if any(m.pattern is p for m in matches for _, p in recheck):
-            return _UNSAFE
-        spans = tuple(_spans(line, m) for m in matches)
+        verified = {id(p) for _, p, _ in checks.verify}
+        spans = tuple(_spans(line, m, id(m.pattern) in verified) for m in matches)
         if any(s is None for s in spans):
             return _UNSAFE
         if not items:
-            return ("none", recheck) if not structural else ("read", spans, structural, recheck)
+            return ("none", checks) if not structural else ("read", spans, structural, checks)
         template = []
         for item in items:
             if item.kind == "message":
                 template.append(("message", next(s for m, s in zip(matches, spans) if m is item.data), item.column))
-            elif item.kind == "text" and "ib_" not in item.data and "raw_ethernet" not in item.data:
-                # plain text: no piece of perftest's structure (none of which tells digits apart) in it
+            elif item.kind == "text" and not any(tool in item.data for tool in TOOLS):
+                # plain text: no piece of perftest's structure (none of which tells digits apart) in it, and no tool
+                # name (a command's options do; a name has no digit, so a line of this shape holds one only where
+                # this one does)
                 offset = line.find(item.data, item.column)
                 template.append(("text", offset, offset + len(item.data), item.column))
             else:
-                return ("read", spans, structural, recheck)
+                return ("read", spans, structural, checks)
         flattened = sum(1 for item in items if item.kind != "text") > 1
-        return ("items", tuple(template), flattened, recheck)
+        return ("items", tuple(template), flattened, checks)
 
-    def _replay(self, line: str, plan: tuple) -> Tuple[Item, ...]:
+    def _checks(self, line: str, words) -> Optional[_Checks]:
+        """What each line of this one's shape must show to read as it does (None: no line can be trusted to)."""
+        pinned: Tuple[Tuple[int, int, str], ...] = ()
+        if any(w.translate(_SHAPE) in self._digit_words for w in words if _has_digit(w)):
+            if not line.isascii():
+                return None      # (a non-ASCII letter's lowercase may be longer: the words' places are unsure)
+            pinned = tuple((m.start(), m.end(), m.group()) for m in _ASCII_WORD.finditer(line)
+                           if _has_digit(m.group()) and m.group().lower().translate(_SHAPE) in self._digit_words)
+        verify, recheck = [], []
+        # (index, pattern): the prefilter names a line's possible patterns by index, and one it rules out for a line
+        # need not be searched in it
+        for i, p in self.catalog.numbered(words):
+            if not p.digit_blind:
+                found = tuple((m.start(), m.end()) for m in p.regex.finditer(line) if m.end() > m.start())
+                if found:
+                    verify.append((i, p, found))
+                else:
+                    recheck.append((i, p))
+        return _Checks(pinned, tuple(verify), tuple(recheck))
+
+    def _replay(self, line: str, plan: tuple, fresh: Dict[Tuple[int, int], "re.Match[str]"]) -> Tuple[Item, ...]:
         kind = plan[0]
         if kind == "none":
             return ()
@@ -322,13 +387,13 @@ class LineClassifier:
             out = []
             for part in plan[1]:
                 if part[0] == "message":
-                    out.append(Item("message", _match(line, part[1]), part[2]))
+                    out.append(Item("message", _match(line, part[1], fresh), part[2]))
                 else:
                     out.append(Item("text", line[part[1]:part[2]], part[3]))
             if plan[2]:
                 self.flattened += 1
             return tuple(out)
-        matches = [_match(line, spans) for spans in plan[1]]
+        matches = [_match(line, spans, fresh) for spans in plan[1]]
         if not matches and not plan[2]:
             return ()
         return tuple(self._classify(line, None, matches))
