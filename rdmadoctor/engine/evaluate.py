@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from rdmadoctor.engine import conditions, rules as rule_table, template
 from rdmadoctor.engine.conditions import Scope
@@ -20,9 +20,10 @@ from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Fi
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
-    """Server and client runs of one producer matched in order (the i-th server with the i-th client); when runs of
-    the input were let go, by the place each had among all the input's runs (`Run.pair`), so that a run let go
-    leaves its partner alone instead of shifting every later pair."""
+    """Server and client runs of one producer matched: first those whose printed queue pair addresses show that they
+    talked to each other (exchanged()); the rest in order (the i-th server with the i-th client), or, when runs of the
+    input were let go, by the place each had among all the input's runs (`Run.pair`), so that a run let go leaves its
+    partner alone instead of shifting every later pair."""
     sides: Dict[Tuple[Any, str], List[Run]] = {}
     for r in runs:
         if r.side in ("server", "client"):
@@ -30,11 +31,41 @@ def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
     out: List[Tuple[Run, Run]] = []
     for producer in dict.fromkeys(r.producer for r in runs):
         servers, clients = sides.get((producer, "server"), []), sides.get((producer, "client"), [])
+        talked = exchanged(servers, clients)
+        if talked:
+            taken = {id(r) for pair in talked for r in pair}
+            servers = [s for s in servers if id(s) not in taken]
+            clients = [c for c in clients if id(c) not in taken]
         if any(r.pair is not None for r in servers) or any(r.pair is not None for r in clients):
             at = {c.pair: c for c in clients if c.pair is not None}
-            out += [(s, at[s.pair]) for s in servers if s.pair in at]
+            rest = [(s, at[s.pair]) for s in servers if s.pair in at]
         else:
-            out += list(zip(servers, clients))
+            rest = list(zip(servers, clients))
+        order = {id(s): i for i, s in enumerate(sides.get((producer, "server"), []))}
+        out += sorted(talked + rest, key=lambda pair: order[id(pair[0])])
+    return out
+
+
+def _queue_pairs(run: Run, role: str) -> FrozenSet[Tuple[int, int]]:
+    return frozenset((a.qpn, a.psn) for a in run.addresses if a.role == role and a.qpn is not None
+                     and a.psn is not None)
+
+
+def exchanged(servers: Sequence[Run], clients: Sequence[Run]) -> List[Tuple[Run, Run]]:
+    """The servers and clients whose addresses show that they are the two ends of one test: each side's local queue
+    pairs (number and starting PSN, which perftest draws at random) are the ones the other printed as remote. A client
+    that retried after a failed attempt, or the logs of two tests given in another order, pair by what the two
+    sides exchanged, not by where they stand."""
+    waiting: Dict[Tuple[FrozenSet[Tuple[int, int]], FrozenSet[Tuple[int, int]]], List[Run]] = {}
+    for c in clients:
+        local, remote = _queue_pairs(c, "local"), _queue_pairs(c, "remote")
+        if local and remote:
+            waiting.setdefault((remote, local), []).append(c)
+    out: List[Tuple[Run, Run]] = []
+    for s in servers if waiting else ():
+        match = waiting.get((_queue_pairs(s, "local"), _queue_pairs(s, "remote")))
+        if match:
+            out.append((s, match.pop(0)))
     return out
 
 
