@@ -46,9 +46,21 @@ def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
     return out
 
 
+# the messages that are another tool's address lines (the rdma-core example programs' "local address: LID 0x0000,
+# QPN 0x000011, PSN 0x01a566"), with their side, QPN and PSN in hex
+ADDRESS_MESSAGES = frozenset({"VERBS.EX_ADDRESS"})
+
+
 def _queue_pairs(run: Run, role: str) -> FrozenSet[Tuple[int, int]]:
-    return frozenset((a.qpn, a.psn) for a in run.addresses if a.role == role and a.qpn is not None
-                     and a.psn is not None)
+    """(QPN, PSN) of each `role` ("local" or "remote") address the run printed."""
+    found = {(a.qpn, a.psn) for a in run.addresses if a.role == role and a.qpn is not None and a.psn is not None}
+    for m in run.messages:
+        if m.id in ADDRESS_MESSAGES and m.fields.get("side") == role:
+            try:
+                found.add((int(m.fields["qpn"], 16), int(m.fields["psn"], 16)))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return frozenset(found)
 
 
 def exchanged(servers: Sequence[Run], clients: Sequence[Run]) -> List[Tuple[Run, Run]]:

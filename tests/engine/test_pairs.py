@@ -66,3 +66,24 @@ def test_one_side_that_printed_only_its_own_address_is_no_evidence():
     client.addresses = [a for a in client.addresses if a.role == "local"]
     assert exchanged([server], [client]) == []
     assert pairs(parsed.runs) == [(server, client)]       # still a pair: by order
+
+
+def test_the_example_programs_pair_by_the_addresses_they_print_too():
+    """ibv_rc_pingpong prints its addresses as rdma-core's examples do (VERBS.EX_ADDRESS): two tests (the bookworm
+    and the trixie pair's) given node by node pair by them, not by order."""
+    a, b = "healthy/ibv_rc_pingpong", "../trixie/healthy/ibv_rc_pingpong"
+    parsed = _parse(("node1.log", [f"{a}/server.log", f"{b}/client.log"]),
+                    ("node2.log", [f"{b}/server.log", f"{a}/client.log"]))
+    psn = {r.source + r.side: next(m.fields["psn"] for m in r.messages if m.fields.get("side") == "local")
+           for r in parsed.runs}
+    assert sorted(psn.values()) == ["01a566", "4e965c", "db23d6", "de2ce0"]
+    assert [(s.source, c.source) for s, c in pairs(parsed.runs)] == [("node1.log", "node2.log"),
+                                                                    ("node2.log", "node1.log")]
+
+
+def test_the_address_messages_are_in_the_catalogue_with_the_fields_pairs_read():
+    from rdmadoctor.engine.evaluate import ADDRESS_MESSAGES
+    from rdmadoctor.logparse import catalog
+    fields = catalog.fields_by_id(catalog.load())
+    for message_id in ADDRESS_MESSAGES:
+        assert {"side", "qpn", "psn"} <= fields[message_id]
