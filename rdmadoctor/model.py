@@ -128,8 +128,9 @@ class Run:
     # from its command line, `export` lines and the library's own "set by environment" lines
     settings: Dict[str, HeaderField] = field(default_factory=dict)
     # when runs of the input were let go (logparse/kept.py), the place of this server or client run among all the
-    # input's runs of its producer and side: the server and the client of one place are a pair. None: pairs go by
-    # the order of the runs kept, which is then the order printed
+    # input's runs of its producer and side: the server and the client of one place are a pair, unless the addresses
+    # they printed pair them with others (engine/evaluate.py: pairs). None: pairs go by the order of the runs kept,
+    # which is then the order printed
     pair: Optional[int] = None
 
     def to_dict(self) -> Dict[str, Any]:

@@ -20,7 +20,8 @@ what kept runs show most often, and a run that failed takes the place of a kept 
 repeat. So a thousand nodes' flush errors do not hide the one node whose completion failed with another status, nor
 the one stalled run among thousands that passed. A server or client run let go is held a while and kept after all
 when its partner is; otherwise it leaves its partner without a pair, and every other pair as it was (`Run.pair`: the
-i-th server meets the i-th client of the whole input, not of the runs kept). An input none of whose runs is kept
+i-th server meets the i-th client of the whole input, not of the runs kept, where the addresses the two printed do not
+pair them otherwise). An input none of whose runs is kept
 gives back the room its lines took for excerpts (nothing will quote them), and past the first MAX_LISTED_INPUTS
 inputs it is counted, not listed. When the kept runs hold more than MAX_INPUT_MESSAGES messages together, what each
 run may keep is halved (not below MIN_RUN_MESSAGES) and every kept run trimmed to it as a full run gives messages up
