@@ -50,9 +50,14 @@ _SEVERITY = {"notice": 0, "warning": 1, "error": 2}
 _LEAST_WORTH = itemgetter(0, 1)       # of (severity, -copies, kind): the least severe, then the most copies
 
 
+_CODE_NAMES = frozenset(CODE_FIELDS)
+
+
 def kind_of(message: Message) -> Tuple[Hashable, ...]:
     """(severity, id, codes): a kind, which sorts as the kinds to give up first (the least severe)."""
     fields = message.fields
+    if _CODE_NAMES.isdisjoint(fields):
+        return (_SEVERITY.get(message.kind, 2), message.id)       # most messages carry no code (an INFO line)
     codes = [(name, fields[name]) for name in CODE_FIELDS if name in fields]
     return (_SEVERITY.get(message.kind, 2), message.id, *codes)
 
