@@ -177,6 +177,12 @@ class Match:
     fields: Dict[str, str] = field(default_factory=dict)
 
 
+def matched(pattern: Pattern, found: "re.Match[str]") -> Match:
+    """A pattern's match in a line, as the catalogue gives it: its span, its text and the fields it bound."""
+    return Match(pattern, found.start(), found.end(), found.group(0),
+                 {k: v for k, v in found.groupdict().items() if v is not None})
+
+
 def _literal_regex(literal: str) -> str:
     """Literal text, tolerant of how pastes mangle it: any blanks between words, optional apostrophes,
     and an optional blank around punctuation."""
@@ -307,8 +313,7 @@ class Catalog:
                 continue
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
-                    matches.append(Match(pattern, found.start(), found.end(), found.group(0),
-                                         {k: v for k, v in found.groupdict().items() if v is not None}))
+                    matches.append(matched(pattern, found))
         if len(matches) <= 1:
             return matches
         # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie

@@ -161,9 +161,7 @@ def _spans(line: str, match: catalog.Match, verified: bool) -> Optional[tuple]:
 def _match(line: str, spans: tuple, fresh: Dict[Tuple[int, int], "re.Match[str]"]) -> catalog.Match:
     pattern, start, end, groups = spans
     if groups is None:
-        found = fresh[id(pattern), start]
-        return catalog.Match(pattern, start, end, found.group(0),
-                             {k: v for k, v in found.groupdict().items() if v is not None})
+        return catalog.matched(pattern, fresh[id(pattern), start])      # (its span: the plan's, verified)
     return catalog.Match(pattern, start, end, line[start:end], {name: line[a:b] for name, a, b in groups})
 
 
