@@ -6,14 +6,15 @@
     engine    -> Finding      (rule id, cause, evidence, fix) -> Verdict
     render    -> text / JSON / HTML
 
-Everything here is plain data: no behaviour beyond small derived properties and `to_dict`.
+Everything here is plain data: no behaviour beyond small derived properties, `to_dict`, and a finding's texts
+made when first read (Later).
 """
 from __future__ import annotations
 
 import sys
 from array import array
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union, overload
 
 SEVERITIES = ("fail", "warn", "info")  # what one finding means for RDMA on these hosts
 SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
@@ -224,19 +225,59 @@ class ParsedLog:
     inputs_unlisted: int = 0         # inputs read but not in `sources`: past the first ones, none of their runs kept
 
 
-@_small
+class Later:
+    """A finding's texts (title, explanation, fix, next steps), made when one of them is first read: a rule can hold
+    on thousands of runs, and the renderers show a few of its findings (text: a few per rule; JSON: what fits)."""
+    __slots__ = ("_make", "_made")
+
+    def __init__(self, make: Callable[[], Dict[str, Any]]):
+        self._make: Optional[Callable[[], Dict[str, Any]]] = make
+        self._made: Optional[Dict[str, Any]] = None
+
+    def get(self, name: str) -> Any:
+        if self._made is None:
+            assert self._make is not None
+            self._made, self._make = self._make(), None
+        return self._made[name]
+
+
+class _Text:
+    """A Finding field given either its value or a Later, whose text of that name it becomes when first read."""
+
+    def __init__(self, default: Any = None):
+        # the class-level default is a tuple (dataclasses refuse a list); each finding given it gets a list of its own
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_" + name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
+        if obj is None:
+            if self.default is None:
+                raise AttributeError(self.name)         # dataclasses: a field without a default
+            return self.default
+        value = obj.__dict__[self.slot]
+        if isinstance(value, Later):
+            value = obj.__dict__[self.slot] = value.get(self.name)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = list(value) if isinstance(value, tuple) else value
+
+
+@dataclass
 class Finding:
     rule: str
     cause: str                       # slug from docs/causes.md
     severity: str                    # fail | warn | info
-    title: str
-    explanation: str
-    evidence: List[Evidence]
-    fix: List[str]
+    title: str = _Text()             # type: ignore[assignment]
+    explanation: str = _Text()       # type: ignore[assignment]
+    evidence: List[Evidence]         # type: ignore[misc]
+    fix: List[str] = _Text()         # type: ignore[assignment]
     confidence: str = "medium"       # high | medium | low
     kind: str = "cause"              # "cause": names what to change; "symptom": points at candidates
     candidates: List[str] = field(default_factory=list)   # for symptoms: the causes it may come from
-    next_steps: List[str] = field(default_factory=list)   # what to collect or run to tell them apart
+    next_steps: List[str] = _Text(default=())   # type: ignore[assignment]  # what to collect or run to tell them apart
     refs: List[str] = field(default_factory=list)
     rung: Optional[str] = None
     probe_rung: Optional[str] = None     # the --peer ladder's rung it speaks about (then it belongs to that ladder)

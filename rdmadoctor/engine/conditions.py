@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import operator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from rdmadoctor.views import params
@@ -84,13 +85,17 @@ class Scope:
 
 
 def _norm(value: Any) -> Any:
-    if isinstance(value, str):
-        v = value.strip()
-        try:
-            return int(v, 0)
-        except ValueError:
-            return v.lower()
-    return value
+    return _norm_text(value) if isinstance(value, str) else value
+
+
+@lru_cache(maxsize=1 << 12)
+def _norm_text(value: str) -> Any:
+    # a field's values repeat across thousands of messages (a device, a status name): each is read once
+    v = value.strip()
+    try:
+        return int(v, 0)
+    except ValueError:
+        return v.lower()
 
 
 def _field_ok(actual: Any, expected: Any) -> bool:
@@ -156,7 +161,7 @@ def _messages_found(cond: Dict[str, Any], scope: Scope, cited: Optional[Set[Tupl
             continue
         if cited is not None and (m.source, m.line) in cited:
             continue
-        if all(_field_ok(m.fields.get(k), v) for k, v in wanted.items()):
+        if not wanted or all(_field_ok(m.fields.get(k), v) for k, v in wanted.items()):
             found.append(m)
             if len(found) == MAX_EVIDENCE_PER_CONDITION:      # all that is kept
                 break

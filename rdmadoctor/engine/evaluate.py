@@ -16,7 +16,7 @@ from rdmadoctor.engine import conditions, rules as rule_table, template
 from rdmadoctor.engine.conditions import Scope
 from rdmadoctor.engine.rules import Rule
 from rdmadoctor.knowledge.perftest import LONG, SHORT
-from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Run, Verdict  # noqa: F401
+from rdmadoctor.model import CONFIDENCE_RANK, RUNGS, SEVERITY_RANK, Evidence, Finding, Later, Run, Verdict  # noqa: F401
 
 
 def pairs(runs: Sequence[Run]) -> List[Tuple[Run, Run]]:
@@ -227,10 +227,15 @@ def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
             evidence.append(e)
     evidence.sort(key=lambda e: (e.source, e.line or 0))
     key = render(rule.key) if rule.key else _default_key(scope)
-    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=render(rule.text("title", lang)),
-                   explanation=render(rule.text("why", lang)).strip(), evidence=evidence,
-                   fix=[render_fix(f) for f in rule.text("fix", lang)], confidence=rule.confidence, kind=rule.kind,
-                   candidates=list(rule.candidates), next_steps=[render_fix(s) for s in rule.text("next_steps", lang)],
+
+    def texts() -> Dict[str, Any]:
+        return {"title": render(rule.text("title", lang)), "explanation": render(rule.text("why", lang)).strip(),
+                "fix": [render_fix(f) for f in rule.text("fix", lang)],
+                "next_steps": [render_fix(s) for s in rule.text("next_steps", lang)]}
+    later: Any = Later(texts)           # each text field reads its own text from it when first read (model._Text)
+    return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=later, explanation=later,
+                   evidence=evidence, fix=later, confidence=rule.confidence, kind=rule.kind,
+                   candidates=list(rule.candidates), next_steps=later,
                    refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rdmadoctor.model import Run
 from rdmadoctor.views import bysource, features
@@ -39,6 +39,9 @@ GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "us
 # what perftest's cuda_memory.c / rocm_memory.c print while they set the buffer up (every generation's wording)
 _GPU_LINE = re.compile(r"initializing CUDA|creating CUDA Ctx|allocated GPU buffer|cuMemAlloc\(\) of a|"
                        r"using DMA-BUF for GPU buffer|Using ROCm Device|hipMalloc|Picking GPU number", re.IGNORECASE)
+# the same words, sought in a lowered copy of an input: IGNORECASE makes `re` try each alternative at every place of the
+# text, five times slower (the pattern holds no escape that lowering changes)
+_GPU_WORDS = re.compile(_GPU_LINE.pattern.lower())
 _PINGPONG = re.compile(r"^ibv_(?:rc|uc|ud|srq|xsrq)_pingpong$")
 
 
@@ -52,16 +55,35 @@ def gpu_memory(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         field = run.header.get(name)
         if field is not None and str(field.value).upper() == "ON":
             return {"kind": name.split("_")[0], "how": f"header: {name} ON", "line": field.line}
-    lines = bysource.source_lines(run, ctx)
     # perftest's CUDA/ROCm set-up lines are no messages: they may precede the run's first recognised line, down to
     # the end of the run before it in the same input
-    start = _end_before(run, ctx) + 1
-    for number in range(max(start, 1), min(run.last_line, len(lines)) + 1):
-        m = _GPU_LINE.search(lines[number - 1])
-        if m:
-            kind = "rocm" if "rocm" in m.group(0).lower() or "hip" in m.group(0).lower() else "cuda"
-            return {"kind": kind, "how": m.group(0), "line": number}
+    numbers, shown = bysource.once_per_source(ctx, "_gpu_lines", run.source,
+                                              lambda: _gpu_lines(bysource.source_lines(run, ctx)))
+    at = bisect.bisect_left(numbers, _end_before(run, ctx) + 1)
+    if at < len(numbers) and numbers[at] <= run.last_line:
+        how = shown[at]
+        kind = "rocm" if "rocm" in how.lower() or "hip" in how.lower() else "cuda"
+        return {"kind": kind, "how": how, "line": numbers[at]}
     return None
+
+
+def _gpu_lines(lines: Sequence[str]) -> Tuple[List[int], List[str]]:
+    """The numbers of an input's lines that show a GPU buffer being set up, and the first such words of each: one
+    search of the whole input, for each of its thousands of runs asks about its own lines."""
+    text = "\n".join(lines).lower()
+    numbers: List[int] = []
+    shown: List[str] = []
+    number, pos = 1, 0
+    for m in _GPU_WORDS.finditer(text):
+        number += text.count("\n", pos, m.start())
+        pos = m.start()
+        if numbers and numbers[-1] == number:
+            continue
+        words = _GPU_LINE.search(lines[number - 1])         # as printed
+        if words:
+            numbers.append(number)
+            shown.append(words.group(0))
+    return numbers, shown
 
 
 def _end_before(run: Run, ctx: Dict[str, Any]) -> int:

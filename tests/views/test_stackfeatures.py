@@ -81,3 +81,13 @@ def test_gpu_memory_reads_the_set_up_lines_down_to_the_run_before():
     assert [features.feature(r, "gpu_memory", ctx) for r in parsed.runs] == [
         None, {"kind": "cuda", "how": "initializing CUDA", "line": 3},
         {"kind": "rocm", "how": "hipMalloc", "line": 10}, None]
+
+
+def test_gpu_memory_words_match_in_any_case_and_are_quoted_as_printed():
+    """The input is searched once, lowered; each run's answer quotes the line's own words."""
+    text = ("$ ib_write_bw -d mlx5_0 192.0.2.1\nINITIALIZING cuda\nCouldn't allocate MR with error=14\n"
+            "$ ib_write_bw -d mlx5_0 192.0.2.1\nCouldn't allocate MR with error=14\n")
+    parsed = parse_text(text)
+    ctx = {"runs": parsed.runs, "sources": parsed.sources}
+    assert [features.feature(r, "gpu_memory", ctx) for r in parsed.runs] == [
+        {"kind": "cuda", "how": "INITIALIZING cuda", "line": 2}, None]
