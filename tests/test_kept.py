@@ -114,6 +114,30 @@ def test_the_least_severe_repeated_kind_gives_its_place_up():
     assert run.messages[-1].line == 1003
 
 
+
+def test_a_message_offered_to_a_full_run_is_made_only_when_kept():
+    """offer() is add() for a message not made yet: the same messages kept, and one left out never made."""
+    offered, added = Run(source="t", index=0, first_line=1, last_line=1), Run(source="t", index=1, first_line=1,
+                                                                            last_line=1)
+    keep_offered, keep_added = KeptMessages(), KeptMessages()
+    made = []
+
+    def maker(message):
+        def make():
+            made.append(message.line)
+            return message
+        return make
+    stream = ([_message(i, "notice", "N") for i in range(MAX_MESSAGES)] + [_message(1000, "notice", "N")]
+              + [_message(1001, "error", "E", status="12"), _message(1002, "error", "E", status="12")])
+    for m in stream:
+        keep_offered.offer(offered, kept.kind_key(m.kind, m.id, m.fields), maker(m))
+        keep_added.add(added, m)
+    assert [m.line for m in offered.messages] == [m.line for m in added.messages]
+    assert offered.messages_dropped == added.messages_dropped == 3
+    # the repeated notice and the second status 12 were left out unmade; the first status 12 took a notice's place
+    assert 1000 not in made and 1002 not in made and 1001 in made
+    assert kept.kind_key("error", "E", {"status": "12", "peer": "x"}) == kind_of(stream[-1])
+
 # ibv_rc_pingpong as rdma-core's libibverbs/examples/rc_pingpong.c prints a healthy run (its addresses, then the
 # bandwidth and latency lines) and a run whose QP cannot be connected (pp_connect_ctx(): "Failed to modify QP to RTR",
 # then main(): "Couldn't connect to remote QP")

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from heapq import heapify, heappop, heappush
 from operator import itemgetter
-from typing import Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from rdmadoctor.model import Message, Run
 
@@ -55,11 +55,15 @@ _CODE_NAMES = frozenset(CODE_FIELDS)
 
 def kind_of(message: Message) -> Tuple[Hashable, ...]:
     """(severity, id, codes): a kind, which sorts as the kinds to give up first (the least severe)."""
-    fields = message.fields
+    return kind_key(message.kind, message.id, message.fields)
+
+
+def kind_key(kind: str, message_id: str, fields: Mapping[str, Any]) -> Tuple[Hashable, ...]:
+    """kind_of a message of that kind, id and fields, before it is made."""
     if _CODE_NAMES.isdisjoint(fields):
-        return (_SEVERITY.get(message.kind, 2), message.id)       # most messages carry no code (an INFO line)
+        return (_SEVERITY.get(kind, 2), message_id)       # most messages carry no code (an INFO line)
     codes = [(name, fields[name]) for name in CODE_FIELDS if name in fields]
-    return (_SEVERITY.get(message.kind, 2), message.id, *codes)
+    return (_SEVERITY.get(kind, 2), message_id, *codes)
 
 
 class _Held:
@@ -80,20 +84,28 @@ class KeptMessages:
         self._full: Dict[int, _Held] = {}     # id(run) -> what is held about it
 
     def add(self, run: Run, message: Message) -> None:
-        messages = run.messages
-        if len(messages) < MAX_MESSAGES:
-            messages.append(message)
-            return
+        if len(run.messages) < MAX_MESSAGES or self._admits(run, kind_of(message)):
+            run.messages.append(message)
+
+    def offer(self, run: Run, kind: Tuple[Hashable, ...], make: Callable[[], Message]) -> None:
+        """add(run, make()) for a message of that kind (kind_key), made only when the run keeps it: once a run of a
+        long log is full, most of its messages are left out."""
+        if len(run.messages) < MAX_MESSAGES or self._admits(run, kind):
+            run.messages.append(make())
+
+    def _admits(self, run: Run, kind: Tuple[Hashable, ...]) -> bool:
+        """Whether a full run keeps a message of `kind`, in the place of a copy of another kind it gives up here; else
+        the message is counted as left out."""
         held = self._full.get(id(run))
         if held is None:
             held = self._full[id(run)] = _Held(run)
         run.messages_dropped += 1
         if not held.repeated:
-            return      # every kept message is the only one of its kind: the newcomer is the one left out
+            return False    # every kept message is the only one of its kind: the newcomer is the one left out
         copies = held.copies
-        kind = kind_of(message)
         if kind in copies:
-            return
+            return False
+        messages = run.messages
         victim = min(((k[0], -n, k) for k, n in copies.items() if n > 1), key=_LEAST_WORTH)[2]
         for i in range(len(messages) - 1, -1, -1):
             if kind_of(messages[i]) == victim:
@@ -103,7 +115,7 @@ class KeptMessages:
         if copies[victim] == 1:
             held.repeated -= 1
         copies[kind] = 1
-        messages.append(message)
+        return True
 
     def forget(self, run: Run) -> None:
         """A run that will get no more messages, or is not kept."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Hashable, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse.command import shell_words
 from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
@@ -243,13 +243,15 @@ class ProducerRuns:
         self.last = run
         return run
 
-    def message(self, number: int, producer: str, message: Message, joins: bool = False) -> Run:
-        """`joins`: a library's or the kernel's message, which belongs to whatever run is open."""
+    def message(self, number: int, producer: str, kind: str, key: Tuple[Hashable, ...], make: Callable[[], Message],
+                joins: bool = False) -> Run:
+        """A message of that kind (error, warning, notice) and kept.kind_key, made by make() if its run keeps it.
+        `joins`: a library's or the kernel's message, which belongs to whatever run is open."""
         run = self.last if joins and self.last is not None else self.current.get(producer)
         if run is None:
             run = self._new(producer, number)
-        self._messages.add(run, message)
-        if message.kind == "error" and id(run) not in self._failed:
+        self._messages.offer(run, key, make)
+        if kind == "error" and id(run) not in self._failed:
             self._failure(run)
         run.last_line = number
         self.last = run

@@ -15,7 +15,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
-from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns
+from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns, kind_key
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -314,15 +314,21 @@ class _Source:
         library = producer in _LIBRARIES or producer == "perftest"
         if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
             return False
-        message = Message(id=match.pattern.id, kind=match.pattern.kind, text=match.text.strip(), line=number,
-                          source=self.name, fields=dict(match.fields))
-        message.fields.setdefault("phase", match.pattern.phase)
-        if match.pattern.origin:
-            message.fields.setdefault("origin", match.pattern.origin)
+        pattern = match.pattern
+
+        def make() -> Message:
+            message = Message(id=pattern.id, kind=pattern.kind, text=match.text.strip(), line=number,
+                              source=self.name, fields=dict(match.fields))
+            message.fields.setdefault("phase", pattern.phase)
+            if pattern.origin:
+                message.fields.setdefault("origin", pattern.origin)
+            return message
+        key = kind_key(pattern.kind, pattern.id, match.fields)
         if library:
-            self.others.message(number, producer if producer != "perftest" else "verbs", message, joins=True)
+            self.others.message(number, producer if producer != "perftest" else "verbs", pattern.kind, key, make,
+                                joins=True)
         else:
-            self.others.message(number, producer, message)
+            self.others.message(number, producer, pattern.kind, key, make)
             self.active = producer
         return True
 
