@@ -6,9 +6,25 @@ reads, as collectors/ports.py keeps an RDMA test program's. Processes that vanis
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from rdmadoctor.knowledge.perftest import TOOLS
+
+
+def processes_named(names: Collection[str], process_iter: Optional[Callable[..., Iterable[Any]]] = None
+                    ) -> Iterator[Tuple[Any, Dict[str, Any]]]:
+    """(process, its pid, name, cmdline and username) for each process of one of those names. Only the names of all
+    are read: a command line and a user's name (a lookup through NSS, LDAP on some clusters) for each of a busy
+    host's thousands of processes would make `check` wait on its slowest collector."""
+    import psutil
+    for p in (process_iter or psutil.process_iter)(["name"]):
+        if p.info.get("name") not in names:
+            continue
+        try:
+            info = p.as_dict(["pid", "name", "cmdline", "username"], ad_value=None)
+        except psutil.NoSuchProcess:
+            continue
+        yield p, info
 
 
 def collect(process_iter: Optional[Callable[..., Iterable[Any]]] = None) -> List[Dict[str, Any]]:
@@ -16,10 +32,7 @@ def collect(process_iter: Optional[Callable[..., Iterable[Any]]] = None) -> List
     connection (a run in progress), pid and user."""
     import psutil
     out = []
-    for p in (process_iter or psutil.process_iter)(["pid", "name", "cmdline", "username"]):
-        info = p.info
-        if info.get("name") not in TOOLS:
-            continue
+    for p, info in processes_named(TOOLS, process_iter):
         listening, connected = [], False
         try:
             conns = p.net_connections(kind="tcp") if hasattr(p, "net_connections") else p.connections(kind="tcp")

@@ -83,14 +83,8 @@ def psutil_listeners(ports: List[int]) -> List[Dict[str, Any]]:
 
 
 def rdma_processes() -> List[Dict[str, Any]]:
-    import psutil
-    out = []
-    for p in psutil.process_iter(["pid", "name", "cmdline", "username"]):
-        info = p.info
-        if info.get("name") in RDMA_TOOLS:
-            out.append({"pid": info["pid"], "process": info["name"], "cmdline": info.get("cmdline"),
-                        "user": info.get("username")})
-    return out
+    return [{"pid": info["pid"], "process": info["name"], "cmdline": info.get("cmdline"), "user": info.get("username")}
+            for _, info in perftest_procs.processes_named(RDMA_TOOLS)]
 
 
 def cm_ids(ctx: CollectContext) -> Optional[List[Dict[str, Any]]]:
@@ -142,8 +136,12 @@ def collect(ctx: CollectContext) -> Dict[str, Any]:
 
 def _tcp_listeners(ctx: CollectContext, ports: List[int], notes: List[str]) -> List[Dict[str, Any]]:
     """The TCP listeners on the ports asked about: from psutil on a live host (it names their processes), else
-    from /proc/net/tcp."""
+    from /proc/net/tcp. psutil finds a socket's process by reading the descriptors of every process; where
+    /proc/net/tcp (which psutil reads for the sockets) shows nobody listening on those ports, it is not asked."""
     if ctx.live:
+        if proc_net_listeners(ctx, ports) == []:
+            ctx.source = "/proc/net/tcp"
+            return []
         try:
             listeners = psutil_listeners(ports)
             ctx.source = "psutil"

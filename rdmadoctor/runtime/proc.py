@@ -5,6 +5,7 @@ Every command, verbs child and perftest process rdmadoctor starts goes through h
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -45,11 +46,16 @@ class CommandResult:
 
 
 def pythons() -> List[str]:
-    """The interpreters that may run a verbs child: this one first, then the distribution's."""
+    """The interpreters that may run a verbs child: this one first, then the distribution's. This one is left out
+    when pyverbs is nowhere on its path (a child started with -I sees no more than this process does), as from a
+    virtualenv without the distribution's packages: starting it only to fail the import costs `check` its slowest
+    collector's time again."""
     out: List[str] = []
     for exe in (sys.executable, SYSTEM_PYTHON):
         if exe and os.path.exists(exe) and os.path.realpath(exe) not in [os.path.realpath(p) for p in out]:
             out.append(exe)
+    if len(out) > 1 and out[0] == sys.executable and importlib.util.find_spec("pyverbs") is None:
+        del out[0]
     return out
 
 

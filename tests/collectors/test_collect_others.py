@@ -156,6 +156,47 @@ def test_ports_live_loopback_listener():
         srv.close()
 
 
+def test_ports_asks_psutil_for_owners_only_when_something_listens(monkeypatch):
+    """psutil reads every process's descriptors to name a socket's owner: not done when /proc/net/tcp, where psutil
+    finds the sockets, shows nobody listening on the ports asked about."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()                       # a port nothing listens on (bound a moment ago, so free)
+
+    def refuse(ports):
+        raise AssertionError("psutil asked")
+    monkeypatch.setattr(P, "psutil_listeners", refuse)
+    sec = one(CollectContext(port=port), "ports")
+    assert sec["data"]["tcp_listeners"] == [] and sec["source"] == "/proc/net/tcp"
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    try:
+        sec = one(CollectContext(port=srv.getsockname()[1]), "ports")
+        assert sec["status"] == "unavailable" or "psutil failed (AssertionError" in " ".join(sec["data"]["notes"])
+    finally:
+        srv.close()
+
+
+def test_only_the_processes_of_the_names_asked_are_read_beyond_their_name():
+    from rdmadoctor.collectors.perftest_procs import processes_named
+    read = []
+
+    class Process:
+        def __init__(self, pid, name):
+            self.pid, self.info = pid, {"name": name}
+
+        def as_dict(self, attrs, ad_value=None):
+            read.append(self.pid)
+            return {"pid": self.pid, "name": self.info["name"], "cmdline": [self.info["name"], "-d", "rxe0"],
+                    "username": "root"}
+
+    procs = [Process(1, "systemd"), Process(2, "ib_write_bw"), Process(3, "sshd"), Process(4, "rping")]
+    found = [info for _, info in processes_named(("ib_write_bw", "rping"), lambda attrs: iter(procs))]
+    assert [i["pid"] for i in found] == [2, 4] and read == [2, 4]
+    assert found[0]["cmdline"] == ["ib_write_bw", "-d", "rxe0"] and found[0]["username"] == "root"
+
 def test_ports_proc_net_tcp_fallback_on_lab_tree():
     listeners = P.proc_net_listeners(tree("bookworm-rxe-active"), [22, 18515])
     assert listeners == []                                   # nothing listened in the guest when recorded
