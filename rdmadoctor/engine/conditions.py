@@ -29,6 +29,9 @@ from rdmadoctor.views import bysource, features
 from rdmadoctor.model import Evidence, Message, Run
 
 MAX_EVIDENCE_PER_CONDITION = 6
+# what the conditions keep in ctx while the rules are tried (release() lets go of it)
+_FOUND_IN_EVERY_RUN, _INPUT_INDEX, _RUN_INDEX = "_found_in_every_run", "_messages_by_id", "_messages_by_run"
+_MEMOS = (_FOUND_IN_EVERY_RUN, _INPUT_INDEX, _RUN_INDEX)
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
         ">=": operator.ge, "in": lambda a, b: a in b, "not in": lambda a, b: a not in b}
@@ -129,7 +132,7 @@ def _message(cond: Dict[str, Any], scope: Scope) -> bool:
     else:
         # what a condition finds in every run of a list depends only on the condition, the list and `cited`: a rule
         # tried on each of thousands of runs without a partner reads every message of the input once, not once a run
-        memo = scope.ctx.setdefault("_found_in_every_run", {})
+        memo = scope.ctx.setdefault(_FOUND_IN_EVERY_RUN, {})
         hit = memo.get((id(cond), id(whole)))
         if hit is not None and hit[0] is cond and hit[1] is whole and hit[2] == len(whole) and hit[3] is cited:
             found = hit[4]
@@ -142,6 +145,14 @@ def _message(cond: Dict[str, Any], scope: Scope) -> bool:
     for m in found[:MAX_EVIDENCE_PER_CONDITION]:
         scope.evidence.append(Evidence(m.source, m.text, m.line))
     return True
+
+
+def release(ctx: Dict[str, Any]) -> None:
+    """Lets go of what the conditions kept in ctx to answer fast (an index of every message, by run and for the
+    input): once every rule was tried, nothing asks."""
+    for key in _MEMOS:
+        ctx.pop(key, None)
+
 
 
 def _every_run(scope: Scope, of: Optional[str]) -> Optional[Sequence[Run]]:
@@ -174,12 +185,12 @@ def _candidates(scope: Scope, of: Optional[str], ids: List[str], kind: Optional[
     messages built once per diagnosis."""
     runs = scope.ctx.get("runs")
     if of == "input" and runs:
-        by_key = _index(scope.ctx.setdefault("_messages_by_id", {}), runs, runs, len(runs))
+        by_key = _index(scope.ctx.setdefault(_INPUT_INDEX, {}), runs, runs, len(runs))
     else:
         picked = scope.pick(of)
         if len(picked) != 1:
             return [m for run in picked for m in run.messages]
-        by_key = _index(scope.ctx.setdefault("_messages_by_run", {}), picked[0], picked, len(picked[0].messages))
+        by_key = _index(scope.ctx.setdefault(_RUN_INDEX, {}), picked[0], picked, len(picked[0].messages))
     if "*" in ids:
         keyed = by_key.get(("*", kind) if kind else "*", [])
     elif len(ids) == 1:

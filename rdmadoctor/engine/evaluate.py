@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import partial
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from rdmadoctor.engine import conditions, rules as rule_table, template
@@ -200,43 +201,57 @@ def _strip_options(argv: List[str], names: set) -> List[str]:
 
 
 def make_finding(rule: Rule, scope: Scope, ctx: Dict[str, Any]) -> Finding:
-    other = scope.other()
-    bindings: Dict[str, Any] = {
-        "run": scope.run, "server": scope.server, "client": scope.client, "other": other,
-        "message": scope.bound.get("message"), "param": scope.bound.get("param"), "fact": scope.bound.get("fact"),
-        "setting": scope.bound.get("setting"),
-        "item": scope.item, "facts": ctx.get("facts_view"), "ctx": ctx.get("public", {}),
-    }
-    if rule.fix_command:
-        bindings["fix_command"] = fix_command(rule.fix_command, bindings, ctx)
-    lang = ctx.get("lang")
-
-    def render(text: str) -> str:
-        return reflow(template.render(text, bindings, ctx))
-
-    def render_fix(text: str) -> str:
-        # the parts between backticks are commands: their values are shell-quoted
-        parts = text.split("`")
-        if len(parts) % 2 == 0:
-            return render(text)
-        return reflow("`".join(template.render(part, bindings, ctx, shell=i % 2 == 1)
-                               for i, part in enumerate(parts)))
+    bound = scope.bound
+    # what the templates name, as a tuple (BOUND's order): a rule may hold on thousands of runs, and a finding keeps
+    # this until its texts are read
+    values = (scope.run, scope.server, scope.client, scope.other(), bound.get("message"), bound.get("param"),
+              bound.get("fact"), bound.get("setting"), scope.item)
     evidence: List[Evidence] = []
     for e in scope.evidence:
         if e not in evidence:
             evidence.append(e)
     evidence.sort(key=lambda e: (e.source, e.line or 0))
-    key = render(rule.key) if rule.key else _default_key(scope)
-
-    def texts() -> Dict[str, Any]:
-        return {"title": render(rule.text("title", lang)), "explanation": render(rule.text("why", lang)).strip(),
-                "fix": [render_fix(f) for f in rule.text("fix", lang)],
-                "next_steps": [render_fix(s) for s in rule.text("next_steps", lang)]}
-    later: Any = Later(texts)           # each text field reads its own text from it when first read (model._Text)
+    key = _Texts(rule, values, ctx).render(rule.key) if rule.key else _default_key(scope)
+    later: Any = Later(partial(_texts, rule, values, ctx))    # each text field reads its own from it (model._Text)
     return Finding(rule=rule.id, cause=rule.cause, severity=rule.severity, title=later, explanation=later,
                    evidence=evidence, fix=later, confidence=rule.confidence, kind=rule.kind,
                    candidates=list(rule.candidates), next_steps=later,
                    refs=list(rule.refs), rung=rule.rung, probe_rung=rule.probe_rung, key=key)
+
+
+BOUND = ("run", "server", "client", "other", "message", "param", "fact", "setting", "item")
+
+
+def _texts(rule: Rule, values: Tuple[Any, ...], ctx: Dict[str, Any]) -> Dict[str, Any]:
+    """A finding's title, explanation, fix and next steps, from its rule's templates."""
+    lang = ctx.get("lang")
+    texts = _Texts(rule, values, ctx)
+    return {"title": texts.render(rule.text("title", lang)),
+            "explanation": texts.render(rule.text("why", lang)).strip(),
+            "fix": [texts.render_fix(f) for f in rule.text("fix", lang)],
+            "next_steps": [texts.render_fix(s) for s in rule.text("next_steps", lang)]}
+
+
+class _Texts:
+    """A rule's templates rendered for one finding: the values it bound, the facts view and ctx's public part."""
+
+    def __init__(self, rule: Rule, values: Tuple[Any, ...], ctx: Dict[str, Any]):
+        self.ctx = ctx
+        self.bindings: Dict[str, Any] = dict(zip(BOUND, values))
+        self.bindings.update(facts=ctx.get("facts_view"), ctx=ctx.get("public", {}))
+        if rule.fix_command:
+            self.bindings["fix_command"] = fix_command(rule.fix_command, self.bindings, ctx)
+
+    def render(self, text: str) -> str:
+        return reflow(template.render(text, self.bindings, self.ctx))
+
+    def render_fix(self, text: str) -> str:
+        # the parts between backticks are commands: their values are shell-quoted
+        parts = text.split("`")
+        if len(parts) % 2 == 0:
+            return self.render(text)
+        return reflow("`".join(template.render(part, self.bindings, self.ctx, shell=i % 2 == 1)
+                               for i, part in enumerate(parts)))
 
 
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
@@ -303,6 +318,7 @@ def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule
                     finding = make_finding(rule, scope, ctx)
                     found.setdefault((rule.id, finding.key), finding)
     ctx.pop("cited", None)
+    conditions.release(ctx)         # the findings' texts, made later from ctx, read no condition's index
     return list(found.values())
 
 

@@ -69,21 +69,26 @@ def gpu_memory(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 def _gpu_lines(lines: Sequence[str]) -> Tuple[List[int], List[str]]:
     """The numbers of an input's lines that show a GPU buffer being set up, and the first such words of each: one
-    search of the whole input, for each of its thousands of runs asks about its own lines."""
-    text = "\n".join(lines).lower()
+    search of the input (in pieces of _GPU_PIECE lines, each lowered: the input's kept lines may be megabytes), for
+    each of its thousands of runs asks about its own lines."""
     numbers: List[int] = []
     shown: List[str] = []
-    number, pos = 1, 0
-    for m in _GPU_WORDS.finditer(text):
-        number += text.count("\n", pos, m.start())
-        pos = m.start()
-        if numbers and numbers[-1] == number:
-            continue
-        words = _GPU_LINE.search(lines[number - 1])         # as printed
-        if words:
-            numbers.append(number)
-            shown.append(words.group(0))
+    for first in range(0, len(lines), _GPU_PIECE):
+        text = "\n".join(lines[first:first + _GPU_PIECE]).lower()
+        number, pos = first + 1, 0
+        for m in _GPU_WORDS.finditer(text):
+            number += text.count("\n", pos, m.start())
+            pos = m.start()
+            if numbers and numbers[-1] == number:
+                continue
+            words = _GPU_LINE.search(lines[number - 1])         # as printed
+            if words:
+                numbers.append(number)
+                shown.append(words.group(0))
     return numbers, shown
+
+
+_GPU_PIECE = 2048
 
 
 def _end_before(run: Run, ctx: Dict[str, Any]) -> int:

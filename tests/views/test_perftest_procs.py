@@ -65,6 +65,9 @@ class _Proc:
     def net_connections(self, kind):
         return self._conns
 
+    def as_dict(self, attrs, ad_value=None):        # psutil.Process.as_dict: read only for the names asked about
+        return {a: self.info.get(a, ad_value) for a in attrs}
+
 
 def test_collect_reads_listening_ports_of_perftest_processes_only():
     import psutil
