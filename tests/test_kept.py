@@ -115,8 +115,8 @@ def test_the_least_severe_repeated_kind_gives_its_place_up():
 
 
 
-def test_a_message_offered_to_a_full_run_is_made_only_when_kept():
-    """offer() is add() for a message not made yet: the same messages kept, and one left out never made."""
+def test_a_message_a_full_run_leaves_out_need_not_be_made():
+    """admits() decides as add() does, for a message not made yet: the same messages kept, one left out never made."""
     offered, added = Run(source="t", index=0, first_line=1, last_line=1), Run(source="t", index=1, first_line=1,
                                                                             last_line=1)
     keep_offered, keep_added = KeptMessages(), KeptMessages()
@@ -130,7 +130,8 @@ def test_a_message_offered_to_a_full_run_is_made_only_when_kept():
     stream = ([_message(i, "notice", "N") for i in range(MAX_MESSAGES)] + [_message(1000, "notice", "N")]
               + [_message(1001, "error", "E", status="12"), _message(1002, "error", "E", status="12")])
     for m in stream:
-        keep_offered.offer(offered, kept.kind_key(m.kind, m.id, m.fields), maker(m))
+        if keep_offered.admits(offered, m.kind, m.id, m.fields):
+            offered.messages.append(maker(m)())
         keep_added.add(added, m)
     assert [m.line for m in offered.messages] == [m.line for m in added.messages]
     assert offered.messages_dropped == added.messages_dropped == 3

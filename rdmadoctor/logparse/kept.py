@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from heapq import heapify, heappop, heappush
 from operator import itemgetter
-from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from rdmadoctor.model import Message, Run
 
@@ -84,18 +84,15 @@ class KeptMessages:
         self._full: Dict[int, _Held] = {}     # id(run) -> what is held about it
 
     def add(self, run: Run, message: Message) -> None:
-        if len(run.messages) < MAX_MESSAGES or self._admits(run, kind_of(message)):
+        if self.admits(run, message.kind, message.id, message.fields):
             run.messages.append(message)
 
-    def offer(self, run: Run, kind: Tuple[Hashable, ...], make: Callable[[], Message]) -> None:
-        """add(run, make()) for a message of that kind (kind_key), made only when the run keeps it: once a run of a
-        long log is full, most of its messages are left out."""
-        if len(run.messages) < MAX_MESSAGES or self._admits(run, kind):
-            run.messages.append(make())
-
-    def _admits(self, run: Run, kind: Tuple[Hashable, ...]) -> bool:
-        """Whether a full run keeps a message of `kind`, in the place of a copy of another kind it gives up here; else
-        the message is counted as left out."""
+    def admits(self, run: Run, kind: str, message_id: str, fields: Mapping[str, Any]) -> bool:
+        """Whether the run keeps a message of that kind, id and fields; the caller then appends it, made only now
+        (once a run of a long log is full, most of its messages are left out). A full run keeps it in the place of a
+        copy of another kind, given up here; else the message is counted as left out."""
+        if len(run.messages) < MAX_MESSAGES:
+            return True
         held = self._full.get(id(run))
         if held is None:
             held = self._full[id(run)] = _Held(run)
@@ -103,7 +100,8 @@ class KeptMessages:
         if not held.repeated:
             return False    # every kept message is the only one of its kind: the newcomer is the one left out
         copies = held.copies
-        if kind in copies:
+        newcomer = kind_key(kind, message_id, fields)
+        if newcomer in copies:
             return False
         messages = run.messages
         victim = min(((k[0], -n, k) for k, n in copies.items() if n > 1), key=_LEAST_WORTH)[2]
@@ -114,7 +112,7 @@ class KeptMessages:
         copies[victim] -= 1
         if copies[victim] == 1:
             held.repeated -= 1
-        copies[kind] = 1
+        copies[newcomer] = 1
         return True
 
     def forget(self, run: Run) -> None:

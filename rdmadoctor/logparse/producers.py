@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Hashable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from rdmadoctor.logparse.catalog import Match
 from rdmadoctor.logparse.command import shell_words
-from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
-from rdmadoctor.model import Command, HeaderField, Message, Run
+from rdmadoctor.logparse.kept import MAX_MESSAGES, MAX_RUNS, KeptMessages
+from rdmadoctor.model import Command, HeaderField, Run
 
 
 @dataclass(frozen=True)
@@ -243,19 +244,21 @@ class ProducerRuns:
         self.last = run
         return run
 
-    def message(self, number: int, producer: str, kind: str, key: Tuple[Hashable, ...], make: Callable[[], Message],
-                joins: bool = False) -> Run:
-        """A message of that kind (error, warning, notice) and kept.kind_key, made by make() if its run keeps it.
-        `joins`: a library's or the kernel's message, which belongs to whatever run is open."""
+    def message(self, number: int, producer: str, match: Match, joins: bool = False) -> Optional[Run]:
+        """The run a catalogue match's message joins, when that run keeps it (the caller appends the message, made
+        only then: KeptMessages.admits); None when it is left out. `joins`: a library's or the kernel's message,
+        which belongs to whatever run is open."""
         run = self.last if joins and self.last is not None else self.current.get(producer)
         if run is None:
             run = self._new(producer, number)
-        self._messages.offer(run, key, make)
+        kind = match.pattern.kind
+        # (a run with room keeps every message: asked first here, for it is nearly every message of most logs)
+        kept = len(run.messages) < MAX_MESSAGES or self._messages.admits(run, kind, match.pattern.id, match.fields)
         if kind == "error" and id(run) not in self._failed:
             self._failure(run)
         run.last_line = number
         self.last = run
-        return run
+        return run if kept else None
 
     def finish(self, settings: Dict[str, HeaderField], others: List[Run]) -> List[Run]:
         """The runs, each with the source's settings it does not show itself (a paste's exports apply to the job)."""

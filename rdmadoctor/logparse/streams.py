@@ -15,7 +15,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
-from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns, kind_key
+from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -314,22 +314,19 @@ class _Source:
         library = producer in _LIBRARIES or producer == "perftest"
         if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
             return False
-        pattern = match.pattern
-
-        def make() -> Message:
+        if library:
+            run = self.others.message(number, producer if producer != "perftest" else "verbs", match, joins=True)
+        else:
+            run = self.others.message(number, producer, match)
+            self.active = producer
+        if run is not None:
+            pattern = match.pattern
             message = Message(id=pattern.id, kind=pattern.kind, text=match.text.strip(), line=number,
                               source=self.name, fields=dict(match.fields))
             message.fields.setdefault("phase", pattern.phase)
             if pattern.origin:
                 message.fields.setdefault("origin", pattern.origin)
-            return message
-        key = kind_key(pattern.kind, pattern.id, match.fields)
-        if library:
-            self.others.message(number, producer if producer != "perftest" else "verbs", pattern.kind, key, make,
-                                joins=True)
-        else:
-            self.others.message(number, producer, pattern.kind, key, make)
-            self.active = producer
+            run.messages.append(message)
         return True
 
 
