@@ -154,7 +154,6 @@ def release(ctx: Dict[str, Any]) -> None:
         ctx.pop(key, None)
 
 
-
 def _every_run(scope: Scope, of: Optional[str]) -> Optional[Sequence[Run]]:
     """The list of runs a condition reads every run of (the input's, or the scope's when it has no server/client
     pair), or None when it reads only some."""
