@@ -15,7 +15,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from rdmadoctor.logparse.catalog import Match
 from rdmadoctor.logparse.command import shell_words
-from rdmadoctor.logparse.kept import MAX_MESSAGES, MAX_RUNS, KeptMessages
+from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
 from rdmadoctor.model import Command, HeaderField, Run
 
 
@@ -252,8 +252,7 @@ class ProducerRuns:
         if run is None:
             run = self._new(producer, number)
         kind = match.pattern.kind
-        # (a run with room keeps every message: asked first here, for it is nearly every message of most logs)
-        kept = len(run.messages) < MAX_MESSAGES or self._messages.admits(run, kind, match.pattern.id, match.fields)
+        kept = self._messages.admits(run, kind, match.pattern.id, match.fields)
         if kind == "error" and id(run) not in self._failed:
             self._failure(run)
         run.last_line = number

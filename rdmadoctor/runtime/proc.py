@@ -54,7 +54,7 @@ def pythons() -> List[str]:
     for exe in (sys.executable, SYSTEM_PYTHON):
         if exe and os.path.exists(exe) and os.path.realpath(exe) not in [os.path.realpath(p) for p in out]:
             out.append(exe)
-    if len(out) > 1 and out[0] == sys.executable and importlib.util.find_spec("pyverbs") is None:
+    if len(out) > 1 and importlib.util.find_spec("pyverbs") is None:       # (out[0] is this one)
         del out[0]
     return out
 
