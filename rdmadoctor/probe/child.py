@@ -28,9 +28,8 @@ class Child:
         self.history: List[Dict[str, Any]] = []
         self.stderr = b""
         self.killed = False
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                                     env=proc.child_env(env))
+        self.proc = proc.start(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, close_fds=True, env=proc.child_env(env))
         threading.Thread(target=self._read, daemon=True, name="rdmadoctor-probe-child-out").start()
         threading.Thread(target=self._drain, daemon=True, name="rdmadoctor-probe-child-err").start()
 

@@ -1,18 +1,23 @@
 """Child processes that cannot make rdmadoctor wait: each in its own process group, with a deadline, and
 killed as a group, so a grandchild that keeps a pipe open cannot hold anything up.
 
-Every command, verbs child and perftest process rdmadoctor starts goes through here.
+Every command, verbs child and perftest process rdmadoctor starts goes through `start`. A process still
+running when rdmadoctor exits is killed with its group: a collector abandoned at its deadline leaves its
+command behind in a session of its own, where no terminal's hang-up reaches it.
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 # The distribution's interpreter: its python3-pyverbs matches the system's rdma-core.
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -59,6 +64,31 @@ def pythons() -> List[str]:
     return out
 
 
+# The processes `start` made; a finished one leaves when it is collected.
+_STARTED: "weakref.WeakSet[subprocess.Popen[bytes]]" = weakref.WeakSet()
+_STARTED_LOCK = threading.Lock()
+
+
+def start(argv: Sequence[str], **popen: Any) -> "subprocess.Popen[bytes]":
+    """Popen(argv, **popen) in a new session (its own process group), remembered until rdmadoctor exits."""
+    started = subprocess.Popen(list(argv), start_new_session=True, **popen)
+    with _STARTED_LOCK:
+        _STARTED.add(started)
+    return started
+
+
+@atexit.register
+def kill_still_running() -> int:
+    """SIGKILL the group of every started process that is still running; how many there were."""
+    with _STARTED_LOCK:
+        started = list(_STARTED)
+    # poll() reaps a finished process, so its pid (and group id) is never signalled after it is reused
+    running = [p for p in started if p.poll() is None]
+    for p in running:
+        signal_group(p, signal.SIGKILL)
+    return len(running)
+
+
 def signal_group(proc: "subprocess.Popen[bytes]", sig: int) -> bool:
     """Send `sig` to the process's group (it was started with start_new_session); False when it is gone."""
     try:
@@ -93,10 +123,9 @@ def run(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = Non
     """Run argv (no shell) in its own process group with the C locale. Raises NotRun or Hung."""
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                env=child_env({"LC_ALL": "C", "LANG": "C", **(env or {})}),
-                                start_new_session=True, close_fds=True)
+        proc = start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                     env=child_env({"LC_ALL": "C", "LANG": "C", **(env or {})}), close_fds=True)
     except OSError as exc:
         raise NotRun(f"{argv[0]}: {exc.strerror or exc}") from None
     try:

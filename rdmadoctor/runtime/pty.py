@@ -28,8 +28,8 @@ class PtyProcess:
         self.started = time.monotonic()
         master, slave = pty.openpty()
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd="/",
-                                         start_new_session=True, env=proc.child_env())
+            self.proc = proc.start(self.argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd="/",
+                                   env=proc.child_env())
         except OSError:
             os.close(master)
             raise

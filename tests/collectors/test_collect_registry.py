@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from collect_helpers import REPO, SYSFS, section, tree
 from rdmadoctor.collectors import (ORDER, SCHEMA, FactsError, collect_facts, load_facts, registry, save_facts,
                                    validate_facts)
 from rdmadoctor.collectors.base import CollectContext, Unavailable
+from rdmadoctor.runtime import proc
 
 
 def check_shape(facts):
@@ -87,6 +89,53 @@ def test_a_hung_command_becomes_timed_out(tmp_path):
     assert time.monotonic() - t0 < 3.0
     fw = section(facts, "firewall")
     assert fw["status"] == "unavailable" and fw["reason"] == "timed out after 1 s"
+
+
+def _running(pid):
+    """Whether pid is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_hung_command_does_not_outlive_rdmadoctor(tmp_path):
+    # The collector is abandoned at its 1 s deadline while its command runs on (its own timeout is 5 s), in a
+    # session of its own; the process that started it exits at once and must take the command with it.
+    pid_file = tmp_path / "pid"
+    fake = tmp_path / "nft"
+    fake.write_text("#!/bin/sh\necho $$ > %s\nexec %s 300\n" % (pid_file, shutil.which("sleep")))
+    fake.chmod(0o755)
+    script = ("from rdmadoctor.collectors import collect_facts\n"
+              "from rdmadoctor.collectors.base import CollectContext\n"
+              "facts = collect_facts(CollectContext(is_root=True, env={'PATH': %r}), only=['firewall'],\n"
+              "                      timeouts={'firewall': 1.0})\n"
+              "print(facts['sections']['firewall']['reason'])\n" % str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "timed out after 1 s"
+    pid = int(pid_file.read_text())
+    end = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    alive = _running(pid)
+    if alive:
+        os.kill(pid, 9)
+    assert not alive, "the hung command's process outlived rdmadoctor"
+
+
+def test_every_process_started_is_killed_at_exit_only_while_it_runs():
+    started = proc.start(["sleep", "300"], stdout=subprocess.DEVNULL)
+    finished = proc.start(["true"])
+    finished.wait(timeout=10)
+    try:
+        assert proc.kill_still_running() >= 1
+        assert started.wait(timeout=10) == -9
+        assert finished.returncode == 0
+        assert proc.kill_still_running() == 0
+    finally:
+        proc.kill_group(started)
 
 
 def test_a_failing_collector_is_unavailable_not_a_crash():
