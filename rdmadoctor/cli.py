@@ -189,7 +189,7 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
 @app.command()
 def explain(
     logs: Optional[List[str]] = _argument(None, metavar="LOG...",
-                                     help="The output: one or both sides, files or '-' for stdin."),
+                                     help="The output: one or both sides, files, pipes or '-' for stdin (not a device)."),
     files_from: Optional[str] = _option(None, "--files-from", metavar="FILE",
                                         help="Also the logs FILE names, one a line ('-': the names come on stdin): "
                                              "for more files than a command line holds."),

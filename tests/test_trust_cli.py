@@ -38,6 +38,50 @@ def one_line_error(result, progress: str = "") -> str:
 
 # -- 8. files -------------------------------------------------------------------------------------------
 
+def test_a_named_pipe_is_read_once_from_its_writer(tmp_path):
+    """`perftest ... > pipe & rdmadoctor explain pipe`: the pipe is opened once, to be read. Opened to be checked
+    and closed again, it took the writer, whose write then failed, and the second open waited for ever."""
+    pipe = tmp_path / "client.pipe"
+    os.mkfifo(pipe)
+    log = (SEED / "client.log").read_bytes()
+
+    def write():
+        try:
+            with open(pipe, "wb") as f:
+                f.write(log)
+        except OSError:
+            pass                            # the reader went away: the test fails on its own output
+
+    threading.Thread(target=write, daemon=True).start()
+    try:
+        through_pipe = run("explain", "--json", str(pipe), timeout=60)
+    finally:
+        try:                                # a writer still waiting for a reader is let go
+            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    from_file = run("explain", "--json", str(SEED / "client.log"))
+    assert through_pipe.returncode == from_file.returncode, through_pipe.stderr
+    verdict = json.loads(through_pipe.stdout)["verdict"]
+    assert verdict == json.loads(from_file.stdout)["verdict"] and verdict["rule"] == "PT-SIDE-CHANNEL"
+
+
+def test_a_device_or_socket_is_refused_in_one_line(tmp_path):
+    """/dev/zero never ends and a socket holds no log: one line and exit 3, before anything is read."""
+    sock_path = tmp_path / "agent.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    try:
+        for path, kind in (("/dev/zero", "a character device"), (str(sock_path), "a socket")):
+            result = run("explain", str(SEED / "client.log"), path, timeout=60)
+            assert result.returncode == 3
+            assert one_line_error(result) == (f"rdmadoctor: {path}: is {kind}, not a log file (explain reads files, "
+                                              "pipes and standard input)")
+            assert not result.stdout
+    finally:
+        sock.close()
+
+
 def test_save_never_writes_through_a_planted_link_and_is_private(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("precious\n")

@@ -3,9 +3,11 @@ producer's runs (producers.py), the settings and commands a paste shows; parse_s
 parse_text are the package's entry points."""
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
+import stat
 import sys
 from itertools import groupby
 from operator import itemgetter
@@ -371,16 +373,50 @@ def _total_size(paths: Iterable[str]) -> Optional[int]:
         if path == "-":
             total = None          # standard input: its size is not known
             continue
-        p = Path(path)
-        if p.is_dir():
-            raise InputError(f"{path}: is a directory, not a log file")
-        try:
-            with open(p, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-            total = None if total is None else total + size
-        except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from None
+        size = _input_size(path)
+        total = None if total is None or size is None else total + size
     return total
+
+
+def _input_size(path: str) -> Optional[int]:
+    """A file's size; None for a pipe or a terminal, read to its end as standard input is. InputError for a path that
+    cannot be read, or is no log: a directory, or a device that never ends (/dev/zero) or holds no text (a disk).
+
+    A named pipe is not opened here: opening it would take its writer, and closing it again would make the writer's
+    next write fail (SIGPIPE) with the log lost, then wait for another writer for ever."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a directory, not a log file")
+    if stat.S_ISFIFO(mode):
+        if not os.access(path, os.R_OK):
+            raise InputError(f"{path}: {os.strerror(errno.EACCES)}")
+        return None
+    if not stat.S_ISREG(mode) and not (stat.S_ISCHR(mode) and _is_terminal(st.st_rdev)):
+        kind = "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        raise InputError(f"{path}: is {kind}, not a log file (explain reads files, pipes and standard input)")
+    try:
+        with open(path, "rb") as f:
+            return None if stat.S_ISCHR(mode) else os.fstat(f.fileno()).st_size
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+
+# The character devices that are terminals (the kernel's Documentation/admin-guide/devices.txt): major 3 the BSD
+# pseudo-terminals' slaves, 4 the virtual consoles and serial ports, 136-143 the UNIX98 pseudo-terminals' slaves, and
+# of major 5 /dev/tty and /dev/console (not /dev/ptmx, whose every open makes a new pseudo-terminal).
+_TERMINAL_MAJORS = frozenset({3, 4, *range(136, 144)})
+_TERMINAL_DEVICES = frozenset({(5, 0), (5, 1)})
+
+
+def _is_terminal(rdev: int) -> bool:
+    """Whether a character device is a terminal (where a user types or pastes the log), told by its number: opening
+    a device to ask may set it going (a watchdog's open does)."""
+    return os.major(rdev) in _TERMINAL_MAJORS or (os.major(rdev), os.minor(rdev)) in _TERMINAL_DEVICES
 
 
 def _opened(paths: Iterable[str]) -> Iterator[Tuple[str, BinaryIO]]:
