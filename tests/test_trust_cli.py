@@ -75,8 +75,8 @@ def test_a_device_or_socket_is_refused_in_one_line(tmp_path):
         for path, kind in (("/dev/zero", "a character device"), (str(sock_path), "a socket")):
             result = run("explain", str(SEED / "client.log"), path, timeout=60)
             assert result.returncode == 3
-            assert one_line_error(result) == (f"rdmadoctor: {path}: is {kind}, not a log file (explain reads files, "
-                                              "pipes and standard input)")
+            assert one_line_error(result) == (f"rdmadoctor: {path}: is {kind}, not a log file (a log is read from "
+                                              "a file, a pipe or standard input)")
             assert not result.stdout
     finally:
         sock.close()

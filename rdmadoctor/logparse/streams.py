@@ -398,7 +398,7 @@ def _input_size(path: str) -> Optional[int]:
     if not stat.S_ISREG(mode) and not (stat.S_ISCHR(mode) and _is_terminal(st.st_rdev)):
         kind = "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else \
             "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-        raise InputError(f"{path}: is {kind}, not a log file (explain reads files, pipes and standard input)")
+        raise InputError(f"{path}: is {kind}, not a log file (a log is read from a file, a pipe or standard input)")
     try:
         with open(path, "rb") as f:
             return None if stat.S_ISCHR(mode) else os.fstat(f.fileno()).st_size
