@@ -211,6 +211,8 @@ class SourceText:
     decode_errors: int = 0
     flattened: int = 0               # lines that were split because a paste had joined them
     runs_dropped: int = 0            # runs beyond the kept maximum (a failing run is always kept)
+    compression: Optional[str] = None     # 'gzip', 'bzip2', 'xz': read decompressed (logparse/compressed.py)
+    read_stopped: Optional[str] = None    # why reading stopped before the input's end (its compressed data did)
 
 
 @dataclass

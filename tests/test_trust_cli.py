@@ -66,6 +66,32 @@ def test_a_named_pipe_is_read_once_from_its_writer(tmp_path):
     assert verdict == json.loads(from_file.stdout)["verdict"] and verdict["rule"] == "PT-SIDE-CHANNEL"
 
 
+def test_compressed_logs_are_explained_as_the_logs_and_an_unreadable_format_in_one_line(tmp_path):
+    """A rotated log (server.log.1.gz) or a log piped through xz says what the log says; a zstd file, which the
+    standard library cannot read, is refused in one line with the command that reads it."""
+    import gzip
+    import lzma
+    server, client = tmp_path / "server.log.1.gz", tmp_path / "client.log.xz"
+    server.write_bytes(gzip.compress((SEED / "server.log").read_bytes()))
+    client.write_bytes(lzma.compress((SEED / "client.log").read_bytes()))
+    plain = run("explain", "--json", str(SEED / "server.log"), str(SEED / "client.log"))
+    packed = run("explain", "--json", str(server), str(client))
+    piped = run("explain", "--json", "-", stdin=lzma.compress((SEED / "client.log").read_bytes()))
+    alone = run("explain", "--json", str(SEED / "client.log"))
+    assert packed.returncode == plain.returncode == 2 and piped.returncode == alone.returncode
+    assert json.loads(packed.stdout)["verdict"] == json.loads(plain.stdout)["verdict"]
+    assert json.loads(piped.stdout)["verdict"] == json.loads(alone.stdout)["verdict"]
+    assert [i["compression"] for i in json.loads(packed.stdout)["inputs"]] == ["gzip", "xz"]
+    zstd = tmp_path / "client.log.zst"
+    zstd.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(60))
+    for args, stdin, shown in (((str(zstd),), None, str(zstd)), (("-",), zstd.read_bytes(), "FILE")):
+        result = run("explain", *args, stdin=stdin)
+        assert result.returncode == 3 and not result.stdout
+        name = str(zstd) if stdin is None else "<stdin>"
+        assert one_line_error(result) == (f"rdmadoctor: {name}: is zstd-compressed, which rdmadoctor cannot read: "
+                                          f"`zstdcat {shown} | rdmadoctor explain -`")
+
+
 def test_a_device_or_socket_is_refused_in_one_line(tmp_path):
     """/dev/zero never ends and a socket holds no log: one line and exit 3, before anything is read."""
     sock_path = tmp_path / "agent.sock"

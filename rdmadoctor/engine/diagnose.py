@@ -84,6 +84,13 @@ def dropped_notes(parsed: ParsedLog) -> List[str]:
     return notes
 
 
+def stopped_notes(parsed: ParsedLog) -> List[str]:
+    """The inputs read only in part: where their compressed data ended early, turned unreadable or grew past a log's
+    size (logparse/compressed.py)."""
+    return [f"{s.name}: {s.read_stopped}; its first {s.total_lines} line(s) were read" for s in parsed.sources
+            if s.read_stopped]
+
+
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,
             lang: Optional[str] = None) -> Diagnosis:
     """A log (one or more inputs) -> findings -> one verdict. What the paste shows of the host (a device listing,
@@ -97,7 +104,7 @@ def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Op
         rules += tuple(r for r in table.of_scope("facts") if r.paste)
     findings = evaluate.rank(evaluate.find(parsed.runs, ctx, rules), table)
     return Diagnosis(command="explain", verdict=pick_verdict(findings, parsed.runs, ctx), findings=findings,
-                     notes=dropped_notes(parsed),
+                     notes=stopped_notes(parsed) + dropped_notes(parsed),
                      runs=parsed.runs, sources=parsed.sources, comparisons=comparisons(parsed.runs),
                      link_rate_gbps=link_rate_gbps, lang=ctx["lang"] or "en")
 

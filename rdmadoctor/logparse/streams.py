@@ -14,7 +14,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from rdmadoctor.logparse import catalog, pasted, prefilter, producers, rows
+from rdmadoctor.logparse import catalog, compressed, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
 from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns
@@ -47,11 +47,17 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
     unlisted = 0
     budget = KeepBudget()
     pre = prefilter.load(size_hint)
-    for name, stream in inputs:
+    for name, given in inputs:
+        try:
+            stream = compressed.opened(name, given)
+        except compressed.NotReadable as exc:
+            raise InputError(str(exc)) from None
         reader = SourceReader(name, stream, budget)
         source = _Source(name, classifier, pre)
         flattened_before = classifier.flattened
         source.read(reader)
+        if isinstance(stream, compressed.Decompressed):
+            reader.text.compression, reader.text.read_stopped = stream.kind, stream.problem
         source_runs = [r for r in _fold_version_queries(source.builder.finish()) if not _lone_header_field(r)]
         source_runs += source.others.finish(source.settings, source_runs)
         source_runs.sort(key=lambda r: r.first_line)
@@ -379,8 +385,9 @@ def _total_size(paths: Iterable[str]) -> Optional[int]:
 
 
 def _input_size(path: str) -> Optional[int]:
-    """A file's size; None for a pipe or a terminal, read to its end as standard input is. InputError for a path that
-    cannot be read, or is no log: a directory, or a device that never ends (/dev/zero) or holds no text (a disk).
+    """A file's size; None for a pipe or a terminal, read to its end as standard input is, and for a compressed file.
+    InputError for a path that cannot be read, or is no log: a directory, a device that never ends (/dev/zero) or
+    holds no text (a disk), a compressed file of a format that cannot be read here.
 
     A named pipe is not opened here: opening it would take its writer, and closing it again would make the writer's
     next write fail (SIGPIPE) with the log lost, then wait for another writer for ever."""
@@ -401,9 +408,15 @@ def _input_size(path: str) -> Optional[int]:
         raise InputError(f"{path}: is {kind}, not a log file (a log is read from a file, a pipe or standard input)")
     try:
         with open(path, "rb") as f:
-            return None if stat.S_ISCHR(mode) else os.fstat(f.fileno()).st_size
+            if stat.S_ISCHR(mode):
+                return None
+            head = f.read(compressed.HEAD)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
+    why = compressed.refusal(path, head)
+    if why is not None:
+        raise InputError(why)
+    return None if compressed.kind_of(head) else st.st_size      # (compressed: its size read is not known)
 
 
 # The character devices that are terminals (the kernel's Documentation/admin-guide/devices.txt): major 3 the BSD

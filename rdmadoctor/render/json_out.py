@@ -222,7 +222,8 @@ def to_dict(diagnosis: Diagnosis) -> Dict[str, Any]:
         "comparisons": comparisons,
         "runs": runs,
         "inputs": [{"name": s.name, "lines": s.total_lines, "bytes": s.bytes_read, "decode_errors": s.decode_errors,
-                    "flattened_lines": s.flattened, "truncated": s.truncated, "excerpt": excerpt}
+                    "flattened_lines": s.flattened, "truncated": s.truncated, "compression": s.compression,
+                    "excerpt": excerpt}
                    for s, excerpt in zip(diagnosis.sources, excerpts)],
         "link_rate_gbps": diagnosis.link_rate_gbps,
         "facts": diagnosis.facts,
