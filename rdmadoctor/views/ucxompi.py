@@ -3,8 +3,8 @@ by name. Each is a pure function of the run, the other runs of its input and the
 returns None or a record whose "line" is the line it rests on (the rule's evidence), never a cause.
 
   ucx_memlock_hint_expected  the UCX that printed the run would have appended "Please set max locked memory"
-                             to an ENOMEM failure if RLIMIT_MEMLOCK were finite (a 1.17+ message shape or a
-                             shown version >= 1.13): the limit was not what failed
+                             to an ENOMEM failure if RLIMIT_MEMLOCK were finite (a 1.13+ message shape, in a
+                             whole UCX log line, or a shown version >= 1.13): the limit was not what failed
   ucx_startup                the failure happened while connecting (ucp_ep_create, MPI_Init, perftest setup)
   ucx_timeout_both_hosts     UCX endpoints on two hosts of the input timed out (each waited for the other)
   ucx_gid_index_set          a run of the input shows a UCX GID index setting (UCX_IB_GID_INDEX and the like)
@@ -34,7 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from rdmadoctor.model import Run
+from rdmadoctor.model import Message, Run
 from rdmadoctor.views import bysource
 
 _SETTINGS_FILE = Path(__file__).resolve().parent.parent / "knowledge" / "ucx_settings.toml"
@@ -93,17 +93,32 @@ def ucx_memlock_hint_expected(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
     From UCX 1.13 a failed CQ/SRQ/QP creation and from 1.10 a failed registration with ENOMEM append
     "Please set max locked memory ..." whenever RLIMIT_MEMLOCK is finite (from 1.14: and the process lacks
-    CAP_IPC_LOCK) (src/uct/ib/base/ib_log.c uct_ib_memlock_limit_msg()). 1.17+ prefixes queue creation
-    failures with "<device>: ". So such a failure without the hint, from a UCX known to print it, means the
-    locked-memory limit was not the problem."""
+    CAP_IPC_LOCK) (src/uct/ib/base/ib_log.c uct_ib_mem_lock_limit_msg(), uct_ib_memlock_limit_msg()). A queue
+    creation failure names its device ("<device>: ") only from 1.13 (the memory domain's own queues; from 1.17
+    every one: ib_log.h uct_ib_check_memlock_limit_msg()). So such a failure without the hint, from a UCX known
+    to print it, means the locked-memory limit was not the problem. Known by its shape only when the line is
+    UCX's own and whole: a quote cut after "Cannot allocate memory." (1.13-1.16 write ". Please set ..." right
+    there) or a line without UCX's log prefix shows nothing of what followed."""
     for m in _messages(run, ctx, "UCX.VERSION"):
         code = _version_code(m.fields.get("version", ""))
         if code is not None and code >= 113:
             return {"line": m.line, "version": m.fields.get("version"), "why": "version"}
     for m in _messages(run, ctx, "UCX.IB_QUEUE_CREATE_FAILED", "UCX.IB_CREATE_QP_FAILED"):
-        if m.fields.get("device") and m.fields.get("error") == "Cannot allocate memory":
-            return {"line": m.line, "version": "1.17 or newer", "why": "shape"}
+        if m.fields.get("device") and m.fields.get("error") == "Cannot allocate memory" and _whole_ucx_line(m, ctx):
+            return {"line": m.line, "version": "1.13 or newer", "why": "shape"}
     return None
+
+
+_UCX_LOG_PREFIX = re.compile(r"\bUCX\s+(?:ERROR|WARN|DIAG|INFO|DEBUG)\b")
+
+
+def _whole_ucx_line(message: Message, ctx: Dict[str, Any]) -> bool:
+    """The message's line is UCX's log line (its "UCX  ERROR" prefix before the message) and ends with the message."""
+    line = bysource.line_text(ctx, message.source, message.line) if message.line else None
+    at = line.find(message.text) if line is not None else -1
+    if line is None or at < 0:
+        return False
+    return bool(_UCX_LOG_PREFIX.search(line, 0, at)) and not line[at + len(message.text):].strip()
 
 
 _STARTUP_CALLS = ("ucp_ep_create", "ucp_perf_test_setup_endpoints", "ucp_worker_create", "ucp_init")
