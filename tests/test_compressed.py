@@ -92,8 +92,13 @@ def test_a_format_that_cannot_be_read_is_refused_with_the_command_that_reads_it(
     with pytest.raises(InputError) as raised:
         parse_paths([str(path)])
     assert str(raised.value).startswith(f"{path}: is {what}, which rdmadoctor cannot read: `")
-    with pytest.raises(InputError):
-        parse_streams([("<stdin>", io.BytesIO(head + b"\0" * 100))])
+    # standard input is not refused before it is read: nothing is read from it, and a note says how to read it
+    piped = parse_streams([("<stdin>", io.BytesIO(head + b"\0" * 100))])
+    assert piped.runs == [] and piped.sources[0].total_lines == 0
+    command = piped.sources[0].read_stopped.split("`", 1)[1]
+    assert command.endswith(" FILE | rdmadoctor explain -`")
+    note = f"<stdin>: is {what}, which rdmadoctor cannot read: `{command}; nothing of it was read"
+    assert diagnose.explain(piped).notes == [note]
 
 
 def test_text_that_only_begins_like_a_compressed_format_is_read_as_text():

@@ -87,8 +87,9 @@ def dropped_notes(parsed: ParsedLog) -> List[str]:
 def stopped_notes(parsed: ParsedLog) -> List[str]:
     """The inputs read only in part: where their compressed data ended early, turned unreadable or grew past a log's
     size (logparse/compressed.py)."""
-    return [f"{s.name}: {s.read_stopped}; its first {s.total_lines} line(s) were read" for s in parsed.sources
-            if s.read_stopped]
+    return [f"{s.name}: {s.read_stopped}; " + (f"its first {s.total_lines} line(s) were read" if s.total_lines
+                                                 else "nothing of it was read")
+            for s in parsed.sources if s.read_stopped]
 
 
 def explain(parsed: ParsedLog, link_rate_gbps: Optional[float] = None, table: Optional[Table] = None,

@@ -40,10 +40,6 @@ _OPENERS: Dict[str, Callable[[Any], Any]] = {
 }
 
 
-class NotReadable(Exception):
-    """A compressed input of a format that cannot be read here; the message says how to read it."""
-
-
 def kind_of(head: bytes) -> Optional[str]:
     """The compression an input's first HEAD bytes show ('gzip', 'bzip2', 'xz'), None when they show none."""
     for magics, kind in _FORMATS:
@@ -57,8 +53,7 @@ def refusal(name: str, head: bytes) -> Optional[str]:
     for magic, what, command in _UNREADABLE:
         if head.startswith(magic):
             shown = "FILE" if name.startswith("<") else name
-            return (f"{name}: is {what}, which rdmadoctor cannot read: "
-                    f"`{command} {shown} | rdmadoctor explain -`")
+            return f"is {what}, which rdmadoctor cannot read: `{command} {shown} | rdmadoctor explain -`"
     return None
 
 
@@ -122,12 +117,23 @@ class Decompressed:
         return data
 
 
+class Unreadable:
+    """An input of a compressed format that cannot be read here (standard input: a file is refused before any is
+    read): nothing is read from it, and `problem` says how to read it."""
+    kind = None
+
+    def __init__(self, problem: str):
+        self.problem = problem
+
+    def read(self, size: int = -1) -> bytes:
+        return b""
+
+
 def opened(name: str, stream: BinaryIO) -> BinaryIO:
-    """The stream to read an input from: the input itself, or a Decompressed. Raises NotReadable for a format that
-    cannot be read here."""
+    """The stream to read an input from: the input itself, a Decompressed, or an Unreadable."""
     head = head_of(stream)
     why = refusal(name, head)
     if why is not None:
-        raise NotReadable(why)
+        return cast(BinaryIO, Unreadable(why))
     kind = kind_of(head)
     return cast(BinaryIO, Decompressed(stream, kind)) if kind is not None else stream

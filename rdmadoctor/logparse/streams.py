@@ -48,15 +48,12 @@ def parse_streams(inputs: Iterable[Tuple[str, BinaryIO]], size_hint: Optional[in
     budget = KeepBudget()
     pre = prefilter.load(size_hint)
     for name, given in inputs:
-        try:
-            stream = compressed.opened(name, given)
-        except compressed.NotReadable as exc:
-            raise InputError(str(exc)) from None
+        stream = compressed.opened(name, given)
         reader = SourceReader(name, stream, budget)
         source = _Source(name, classifier, pre)
         flattened_before = classifier.flattened
         source.read(reader)
-        if isinstance(stream, compressed.Decompressed):
+        if isinstance(stream, (compressed.Decompressed, compressed.Unreadable)):
             reader.text.compression, reader.text.read_stopped = stream.kind, stream.problem
         source_runs = [r for r in _fold_version_queries(source.builder.finish()) if not _lone_header_field(r)]
         source_runs += source.others.finish(source.settings, source_runs)
@@ -415,7 +412,7 @@ def _input_size(path: str) -> Optional[int]:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     why = compressed.refusal(path, head)
     if why is not None:
-        raise InputError(why)
+        raise InputError(f"{path}: {why}")
     return None if compressed.kind_of(head) else st.st_size      # (compressed: its size read is not known)
 
 
