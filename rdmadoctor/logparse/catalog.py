@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import AbstractSet, Dict, Iterable, List, Optional, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -384,16 +384,32 @@ def _curated() -> List[Pattern]:
     return patterns
 
 
-def _entries(path: Path) -> List[Pattern]:
+def _entry_sources(path: Path) -> Iterator[Tuple[Dict[str, Any], List[str]]]:
+    """Each entry of a catalogue file with the regular expressions it stands for (its regex, or its texts compiled)."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    producer = path.stem
-    patterns = []
     for entry in data["message"]:
         if "regex" in entry and "keyword" not in entry:
             raise ValueError(f"catalog entry {entry['id']}: a regex entry needs a keyword")
-        sources = [entry["regex"]] if "regex" in entry else [
+        yield entry, [entry["regex"]] if "regex" in entry else [
             compile_template(t) for t in (entry.get("texts") or [entry["text"]])]
+
+
+def examples_by_source() -> Dict[str, List[str]]:
+    """The example lines of every curated pattern, by its regular expression (what prefilter checks its database
+    against)."""
+    out: Dict[str, List[str]] = {}
+    for path in catalogue_files():
+        for entry, sources in _entry_sources(path):
+            for source in sources:
+                out.setdefault(source, []).extend(entry.get("examples", []))
+    return out
+
+
+def _entries(path: Path) -> List[Pattern]:
+    producer = path.stem
+    patterns = []
+    for entry, sources in _entry_sources(path):
         for source in sources:
             patterns.append(Pattern(
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),

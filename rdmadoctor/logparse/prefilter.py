@@ -88,7 +88,7 @@ def for_hyperscan(source: str) -> str:
             in_class = True
             out.append(text)
         else:
-            out.append("" if c == "$" else c)
+            out.append("" if c in "$^" else c)
             i += 1
     return "".join(out)
 
@@ -219,6 +219,9 @@ def load(input_bytes: Optional[int] = 0) -> Optional[Prefilter]:
     digest = hashlib.sha256("\0".join([getattr(hs, "__version__", "?"), sys.version, str(_FLAGS),
                                        *(f"{s}\1{k}" for s, k in sources)]).encode())
     digest.update(Path(__file__).read_bytes())
+    from rdmadoctor.logparse import catalog
+    for path in catalog.catalogue_files():          # (their examples: the patterns' check, _missing_examples)
+        digest.update(path.read_bytes())
     path = cache.cache_dir() / f"prefilter-{digest.hexdigest()[:24]}.hsdb"
     database = rows = None
     try:
@@ -267,19 +270,52 @@ def _compiled_ids(sources: List[Tuple[str, Optional[str]]]) -> List[int]:
 
 
 def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
-    """One database of the patterns (_compiled_ids). A pattern hyperscan cannot take, even approximated, is replaced
-    by its literal (a line that holds it reaches the parser), or without one by every line; None when not even that
-    compiles."""
+    """One database of the patterns (_compiled_ids). A pattern hyperscan cannot take, even approximated, or whose
+    compiled form misses a line of its own catalogue examples, is replaced by its literal (a line that holds it
+    reaches the parser), or without one by every line; None when not even that compiles."""
     ids = _compiled_ids(sources)
     expressions = [_expression(sources[i][0]) for i in ids]
     hs_flags = flags(hs)
     database = _database(hs, expressions, hs_flags, ids)
-    if database is not None:
-        return database
-    for j in _rejected(hs, expressions, hs_flags):
-        literal = sources[ids[j]][1]
-        expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
-    return _database(hs, expressions, hs_flags, ids)
+    replaced = [] if database is not None else _rejected(hs, expressions, hs_flags)
+    for _ in range(2):
+        for j in replaced:
+            literal = sources[ids[j]][1]
+            expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
+        if replaced:
+            database = _database(hs, expressions, hs_flags, ids)
+        if database is None:
+            return None
+        replaced = _missing_examples(hs, database, sources, ids)
+        if not replaced:
+            break
+    return database
+
+
+def _missing_examples(hs, database, sources: List[Tuple[str, Optional[str]]], ids: List[int]) -> List[int]:
+    """The places in `ids` of the patterns the database does not name on a line of their own examples that they match.
+    hyperscan loses some matches: "connect returned Connection refused, retrying" is not found by `returned\\h*.+,\\h*
+    retrying` with one blank before the last word, and is with two."""
+    from rdmadoctor.logparse import catalog
+    examples = catalog.examples_by_source()
+    scratch = hs.Scratch(database)
+    missing = []
+    for j, i in enumerate(ids):
+        source = sources[i][0]
+        lines = [line for line in examples.get(source, ()) if line.isascii() and "\n" not in line]
+        if not lines:
+            continue
+        regex = re.compile(source, re.IGNORECASE)
+        for line in lines:
+            if not regex.search(line):
+                continue
+            named: List[int] = []
+            database.scan(line.encode() + b"\n", match_event_handler=lambda p, _s, _e, _f, _c, to=named: to.append(p),
+                          scratch=scratch)
+            if i not in named:
+                missing.append(j)
+                break
+    return missing
 
 
 def _database(hs, expressions: List[bytes], flags: int, ids: Optional[List[int]] = None):
