@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import AbstractSet, Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -420,18 +420,32 @@ def _entries(path: Path) -> List[Pattern]:
     return patterns
 
 
-def _generated() -> List[Pattern]:
+def _generated(curated: Sequence[Pattern] = ()) -> List[Pattern]:
+    """perftest's strings as patterns, but a line of fixed text a curated pattern reads whole: the curated entry says
+    where that text counts (perftest's " Cannot Allocate" alone on its line, not inside "Cannot allocate memory")."""
     patterns = []
     for line in (MESSAGES / "perftest_strings.tsv").read_text(encoding="utf-8").splitlines():
         if not line or line.startswith("#"):
             continue
         file, function, _stream, literal = line.split("\t", 3)
+        if _read_by_curated(literal, curated):
+            continue
         for source in compile_c_format(literal):
             patterns.append(Pattern(
                 id=f"A:{file}:{function}", kind=_kind_of(literal), phase=_phase_of(file, function),
                 source=source, keyword=_keyword_of(source), literal_length=_literal_length(source),
                 curated=False, origin=f"{file}:{function}", digit_blind=digit_blind(source), needles=needles(source)))
     return patterns
+
+
+def _read_by_curated(literal: str, curated: Sequence[Pattern]) -> bool:
+    """A literal without conversions whose every printed line a curated pattern matches whole."""
+    body = literal.strip()
+    if not (body.startswith('"') and body.endswith('"')) or "%" in body or "\\" in body.replace("\\n", ""):
+        return False
+    lines = [line.strip() for line in body[1:-1].split("\\n") if line.strip()]
+    return bool(lines) and all(any(p.regex.fullmatch(line) or p.regex.fullmatch(" " + line) for p in curated)
+                               for line in lines)
 
 
 # Fields every recognised message carries besides its pattern's own (logparse/runs.py adds them).
@@ -456,7 +470,10 @@ def load() -> Catalog:
     """Every catalogue's patterns, built once per change of the catalogue files (runtime/cache.py)."""
     from rdmadoctor.runtime import cache
     files = [*catalogue_files(), MESSAGES / "perftest_strings.tsv", Path(__file__)]
-    fields = cache.cached("catalog", files, lambda: [_fields(p) for p in _curated() + _generated()])
+    def build() -> list:
+        curated = _curated()
+        return [_fields(p) for p in curated + _generated(curated)]
+    fields = cache.cached("catalog", files, build)
     return Catalog([Pattern(*f) for f in fields])
 
 
