@@ -444,8 +444,12 @@ def _read_by_curated(literal: str, curated: Sequence[Pattern]) -> bool:
     if not (body.startswith('"') and body.endswith('"')) or "%" in body or "\\" in body.replace("\\n", ""):
         return False
     lines = [line.strip() for line in body[1:-1].split("\\n") if line.strip()]
-    return bool(lines) and all(any(p.regex.fullmatch(line) or p.regex.fullmatch(" " + line) for p in curated)
-                               for line in lines)
+    return bool(lines) and all(_read_whole(line, curated) for line in lines)
+
+
+def _read_whole(line: str, curated: Sequence[Pattern]) -> bool:
+    words = line_words(line)            # (a pattern meets only the lines that hold its keyword)
+    return any(p.regex.fullmatch(line) or p.regex.fullmatch(" " + line) for p in curated if p.keyword in words)
 
 
 # Fields every recognised message carries besides its pattern's own (logparse/runs.py adds them).
