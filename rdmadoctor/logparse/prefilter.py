@@ -277,19 +277,23 @@ def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
     expressions = [_expression(sources[i][0]) for i in ids]
     hs_flags = flags(hs)
     database = _database(hs, expressions, hs_flags, ids)
-    replaced = [] if database is not None else _rejected(hs, expressions, hs_flags)
-    for _ in range(2):
-        for j in replaced:
-            literal = sources[ids[j]][1]
-            expressions[j] = (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
-        if replaced:
-            database = _database(hs, expressions, hs_flags, ids)
+    if database is None:
+        for j in _rejected(hs, expressions, hs_flags):
+            expressions[j] = _stand_in(sources[ids[j]][1])
+        database = _database(hs, expressions, hs_flags, ids)
         if database is None:
             return None
-        replaced = _missing_examples(hs, database, sources, ids)
-        if not replaced:
-            break
-    return database
+    missing = _missing_examples(hs, database, sources, ids)
+    if not missing:
+        return database
+    for j in missing:
+        expressions[j] = _stand_in(sources[ids[j]][1])
+    return _database(hs, expressions, hs_flags, ids)
+
+
+def _stand_in(literal: Optional[str]) -> bytes:
+    """What hyperscan takes for a pattern it cannot be trusted with: the lines that hold its literal, or every line."""
+    return (re.escape(literal).encode("utf-8") if literal else b"[^\\n]") + b"[^\\n]*\\n"
 
 
 def _missing_examples(hs, database, sources: List[Tuple[str, Optional[str]]], ids: List[int]) -> List[int]:
