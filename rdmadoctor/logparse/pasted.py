@@ -191,6 +191,8 @@ class _Listing:
         p = self.port_of(f.get("device"), _int(f.get("port")))
         if p is not None and f.get("netdev"):
             self._netdev(f.get("device") or self.device, p, f["netdev"])
+            # ibdev2netdev prints the netdev's carrier: "Down" when it has none or the netdev is down (its
+            # carrier file cannot be read then)
             state = str(f.get("link_state", "")).strip().upper()
             if state in ("UP", "DOWN"):
                 self.links[f["netdev"]] = {"ifname": f["netdev"], "operstate": state}

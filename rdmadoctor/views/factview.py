@@ -169,6 +169,11 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
             # ports in state ACTIVE; None when no port's state is known (a paste that lists none)
             "active_ports": (sum(1 for p in ports if p.get("state") == "ACTIVE")
                              if any(p.get("state") for p in ports) else None),
+            # ports ACTIVE, or of unknown state with their netdev UP (ibdev2netdev shows only the netdev's link);
+            # None when neither is known for any port
+            "usable_ports": (sum(1 for p in ports if p.get("state") == "ACTIVE"
+                                 or (not p.get("state") and p.get("netdev_oper") == "UP"))
+                             if any(p.get("state") or p.get("netdev_oper") for p in ports) else None),
         },
         "devices": devices,
         "verbs_invisible": [d for d in devices if d.get("verbs_visible") is False],

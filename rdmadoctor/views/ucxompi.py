@@ -148,7 +148,9 @@ def _startup_failure(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 
 # "[1700000000.100000] [node1:1234:0]" (ucs_log) or "[node1:1234:0:1234]" (ucs_fatal_error): the host of the line
-_UCX_PREFIX = re.compile(r"^\s*(?:\[\d+\.\d+\]\s*)?\[(?P<host>[^\s:\[\]]+):\s*\d+")
+# UCX's "[host:pid:thread]" prefix, wherever the line begins: mpirun --timestamp-output / --tag-output put
+# "Tue Apr 10 02:29:25 2018[1,383]<stderr>:" before it (the rank's "[1,383]" has a comma, so it is not a host)
+_UCX_PREFIX = re.compile(r"\[(?P<host>[^\s:\[\],]+):\s*\d+")
 _TIMEOUT_IDS = ("UCX.UD_EP_TIMEOUT", "UCX.EP_ERROR_UNHANDLED", "UCX.API_CALL_FAILED", "UCX.PERFTEST_RUN_FAILED")
 
 
@@ -161,7 +163,7 @@ def _timeout_hosts(ctx: Dict[str, Any]) -> Dict[str, Tuple[str, int]]:
             if m.id not in _TIMEOUT_IDS or (m.id != "UCX.UD_EP_TIMEOUT"
                                              and m.fields.get("ucs_status") != "Endpoint timeout"):
                 continue
-            prefix = _UCX_PREFIX.match(bysource.line_text(ctx, r.source, m.line) or "")
+            prefix = _UCX_PREFIX.search(bysource.line_text(ctx, r.source, m.line) or "")
             found.setdefault(prefix.group("host") if prefix else "file " + r.source, (r.source, m.line))
     return found
 

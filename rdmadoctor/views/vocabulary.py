@@ -56,6 +56,7 @@ HOST: Dict[str, Any] = {
         "netns_mode": "the RDMA namespace mode: shared | exclusive",
         "soft_roce": "a device is Soft-RoCE or soft-iWARP (rxe, siw)",
         "active_ports": "number of ports in state ACTIVE (None: no port's state is known)",
+        "usable_ports": "number of ports ACTIVE, or of unknown state with their netdev UP (None: neither is known)",
     },
     "devices": [{"name": "ibdev name (mlx5_0)", "label": "how the report names it", "driver": "its driver",
                  "transport": "InfiniBand | iWARP | ...", "pci": "PCI address", "numa_node": "NUMA node",
