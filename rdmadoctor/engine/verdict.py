@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
+from rdmadoctor.knowledge.listings import LISTING_TOOLS
 from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Finding, Run, Verdict
 from rdmadoctor.views import features
@@ -80,6 +81,10 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
         return Verdict("unknown", "unknown", None, say("nothing-recognised", lang), None, None,
                        [], [say("paste-both-sides", lang)])
     done = [r for r in runs if features.feature(r, "results", ctx)]
+    if not done and all(r.tool in LISTING_TOOLS for r in runs):
+        tools = ", ".join(sorted({str(r.tool) for r in runs}))
+        return Verdict("unknown", "unknown", None, say("listings-only", lang, tools=tools), None, None, [],
+                       [say("paste-the-failure", lang)])
     if not done:
         return Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
                        [say("paste-to-the-end", lang)])

@@ -21,6 +21,13 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "no-run-completed": {
         "en": "No run completed: none of the {runs} run(s) printed results, and no error says why",
         "zh": "没有一次运行完成：{runs} 次运行都没有输出结果，也没有错误说明原因"},
+    "listings-only": {
+        "en": ("Only listings of what the host has were recognised ({tools}): nothing in them is a fault "
+               "rdmadoctor knows"),
+        "zh": "只识别出了列出主机设备情况的输出（{tools}）：其中没有 rdmadoctor 认识的故障"},
+    "paste-the-failure": {
+        "en": "Paste the output of the program that failed, from its command line to its error, beside these listings.",
+        "zh": "请在这些列表旁边贴出失败的那个程序的输出，从它的命令行一直到它的错误。"},
     "paste-to-the-end": {
         "en": "Paste the complete output of both sides, from the command line to the end (or to ^C).",
         "zh": "请贴出两端从命令行到结束（或到 ^C）的完整输出。"},

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from rdmadoctor.knowledge.listings import LISTING_TOOLS
 from rdmadoctor.logparse.catalog import Match
 from rdmadoctor.logparse.command import shell_words
 from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
@@ -36,8 +37,8 @@ _RPING = frozenset("-a -I -p -C -S -P -q -R".split())
 TOOLS: Dict[str, Tool] = {
     **{name: Tool("verbs", _PINGPONG) for name in (
         "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong")},
-    **{name: Tool("verbs", side="none") for name in (
-        "ibv_devinfo", "ibv_devices", "ibstat", "ibstatus", "show_gids", "ibdev2netdev", "ibv_asyncwatch", "rdma")},
+    **{name: Tool("verbs", side="none")
+       for name in sorted(LISTING_TOOLS - {"ucx_info", "fi_info"} | {"ibv_asyncwatch"})},
     "rping": Tool("verbs", _RPING, side="rping"),
     **{name: Tool("verbs", frozenset("-s -b -c -C -S -p -m -M -P -f".split()), side="cmatose")
        for name in ("ucmatose", "udaddy", "mckey")},

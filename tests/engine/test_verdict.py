@@ -38,6 +38,18 @@ def test_explain_without_any_result_or_error_is_unknown():
     assert d.verdict.status != "ok"
 
 
+def test_a_paste_of_listings_alone_asks_for_the_failing_program_not_for_both_sides():
+    # show_gids (mlnx-tools) prints a table and ends: no run of it is incomplete, and nothing in it is a fault
+    listing = ("$ show_gids\nDEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n"
+               "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n"
+               "mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:c000:0201\t192.0.2.1  \tv2\tens1f0np0\n")
+    d = diagnose.explain(parse_text(listing))
+    assert d.verdict.status == "unknown" and "show_gids" in d.verdict.summary, d.verdict
+    assert any("program that failed" in step for step in d.verdict.next_steps)
+    d = diagnose.explain(parse_text(listing + "$ ib_write_bw -d mlx5_0 192.0.2.2\n"))
+    assert "listings" not in d.verdict.summary           # a test program that printed nothing is not a listing
+
+
 def test_explain_of_nothing_recognised_is_unknown():
     d = diagnose.explain(parse_text("hello world\nthis is not a log of any RDMA tool\n"))
     assert d.verdict.status == "unknown" and "recognised" in d.verdict.summary
