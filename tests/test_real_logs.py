@@ -55,6 +55,10 @@ KNOWN_MISSES = {
     "nccl-nccl-1676-gdr-disabled-old-nccl": (
         "'GPU Direct RDMA Disabled' without the NCCL version: NCCL <= 2.22.3 not detecting nvidia_peermem (the "
         "thread) looks the same as a missing peermem module (nccl-1939); library-bug is the second candidate"),
+    "nccl-nccl-1524-access-violation-mtu-differs": (
+        "an access violation and a flushed receive (vendor err 249) without either host's MTU in the paste: NCCL "
+        "2.20-2.28 with port MTUs that differ (the thread) and GPU-NIC peer-to-peer blocked by ACS end the same way; "
+        "rdmadoctor says unknown with mtu-mismatch second, after pcie-acs-enabled"),
     "nccl-nccl-709-status12-mtu-after-rate-limit": (
         "one 'error 12' line: retry exceeded has several causes (GID index, MTU, loss); the MTU was found by the "
         "reporter on the hosts, not in the paste; mtu-mismatch is among the ranked candidates"),
