@@ -668,3 +668,87 @@ def test_a_shape_whose_reading_depends_on_some_digits_is_replayed_only_where_the
         assert seen.classify(variant) == lines.LineClassifier().classify(variant), variant
     fields = [i.data.fields for i in seen.classify(same) if i.kind == "message"]
     assert fields and fields == [i.data.fields for i in lines.LineClassifier().classify(same) if i.kind == "message"]
+
+
+@pytest.mark.parametrize("prefixes", [("nccl-", "nccl-tests-"), ("ucx-",), ("ompi-",), ("libfabric-",)])
+def test_a_long_job_log_whose_runs_fill_up_parses_as_every_line_read(prefixes, hyperscan_prefilter, monkeypatch):
+    """A job's log repeats its lines with other digits (ranks, pids, queue pairs, codes) until its runs are full; the
+    lines a full run leaves out are counted without their messages being made (streams._Source._repeat_left_out).
+    Runs, kept messages, what each run left out, and the lines read as flattened are as when every line is read."""
+    import random
+    from rdmadoctor.logparse import lines, prefilter
+    rng = random.Random(11)
+    logs = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((FIXTURES / "real").glob("*/*.log"))
+            if p.parent.name.startswith(prefixes) and p.stat().st_size < 1 << 16]
+    assert len(logs) >= 3
+
+    def varied(line):
+        return "".join(str(rng.randrange(10)) if c.isdigit() and rng.random() < 0.3 else c for c in line)
+
+    # each log as a long job prints it: each line over and over (every rank, every queue pair), with other digits
+    text = "".join(varied(line) + "\n" for log in logs for line in log.split("\n") for _ in range(30))
+    # and a job that ends printing the same few messages until the end: its run's last lines are ones it leaves out
+    classifier = lines.LineClassifier()
+    messages = [line for line in logs[-1].split("\n") if any(
+        i.kind == "message" and i.data.pattern.producer != "perftest" for i in classifier.classify(line))]
+    text += "".join(varied(line) + "\n" for line in messages[-5:] for _ in range(200))
+
+    def shape(parsed):
+        return [(r.first_line, r.last_line, r.producer, r.tool, r.messages_dropped,
+                 [(m.id, m.line, m.kind, m.fields) for m in r.messages]) for r in parsed.runs]
+
+    flattened = []
+    made = lines.LineClassifier.__init__
+
+    def counted(classifier):
+        made(classifier)
+        flattened.append(classifier)
+
+    monkeypatch.setattr(lines.LineClassifier, "__init__", counted)
+    monkeypatch.setattr(prefilter, "load", lambda *_a: None)
+    every_line = shape(parse_text(text))
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    left_out = []
+    import rdmadoctor.logparse.streams as streams
+    counting = streams._Source._repeat_left_out
+
+    def spy(source, number, line, possible):
+        done = counting(source, number, line, possible)
+        left_out.append(done)
+        return done
+
+    monkeypatch.setattr(streams._Source, "_repeat_left_out", spy)
+    scanned = shape(parse_text(text))
+    assert scanned == every_line
+    assert flattened[0].flattened == flattened[1].flattened
+    assert sum(left_out) > 100       # (the lines were left out that way: the test shows that way reads the same)
+
+
+def test_runs_that_can_no_longer_be_kept_parse_as_when_their_messages_are_made(hyperscan_prefilter, monkeypatch):
+    """Past the runs a source keeps, once every kept run printed an error, no later run can take a place: its
+    messages are counted, not made (producers.ProducerRuns._unkeepable). The runs kept, their messages, the runs let
+    go and how each run is numbered are as when every message is made."""
+    from rdmadoctor.logparse import kept, prefilter, producers
+    logs = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((FIXTURES / "real").glob("*/*.log"))
+            if p.parent.name.startswith("ucx-") and p.stat().st_size < 1 << 14]
+    # UCX's logs, each a run, most of them failing: past the 256 runs kept, every kept run has printed an error
+    text = "\n".join(logs[i % len(logs)] for i in range(kept.MAX_RUNS * 12))
+
+    def shape(parsed):
+        return ([(r.index, r.first_line, r.last_line, r.producer, r.tool, r.messages_dropped,
+                  [(m.id, m.line, m.fields) for m in r.messages]) for r in parsed.runs],
+                parsed.runs_dropped, [s.runs_dropped for s in parsed.sources])
+
+    monkeypatch.setattr(prefilter, "load", lambda *_a: hyperscan_prefilter)
+    sealed = []
+    unkeepable = producers.ProducerRuns._unkeepable
+
+    def spy(source_runs, run):
+        sealed.append(unkeepable(source_runs, run))
+        return sealed[-1]
+
+    monkeypatch.setattr(producers.ProducerRuns, "_unkeepable", spy)
+    counted = shape(parse_text(text))
+    monkeypatch.setattr(producers.ProducerRuns, "_unkeepable", lambda _runs, _run: False)
+    assert counted == shape(parse_text(text))
+    assert sum(sealed) > 100

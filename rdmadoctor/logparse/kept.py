@@ -93,16 +93,14 @@ class KeptMessages:
         copy of another kind, given up here; else the message is counted as left out."""
         if len(run.messages) < MAX_MESSAGES:
             return True
-        held = self._full.get(id(run))
-        if held is None:
-            held = self._full[id(run)] = _Held(run)
-        run.messages_dropped += 1
-        if not held.repeated:
-            return False    # every kept message is the only one of its kind: the newcomer is the one left out
-        copies = held.copies
+        if id(run) not in self._full:
+            self._full[id(run)] = _Held(run)
         newcomer = kind_key(kind, message_id, fields)
-        if newcomer in copies:
+        if self.left_out(run, newcomer):
             return False
+        held = self._full[id(run)]
+        run.messages_dropped += 1
+        copies = held.copies
         messages = run.messages
         victim = min(((k[0], -n, k) for k, n in copies.items() if n > 1), key=_LEAST_WORTH)[2]
         for i in range(len(messages) - 1, -1, -1):
@@ -113,6 +111,22 @@ class KeptMessages:
         if copies[victim] == 1:
             held.repeated -= 1
         copies[newcomer] = 1
+        return True
+
+    def full(self, run: Run) -> bool:
+        """The run holds MAX_MESSAGES messages, and is held as full (admits was asked once it was)."""
+        return id(run) in self._full and len(run.messages) >= MAX_MESSAGES
+
+    def left_out(self, run: Run, key: Tuple[Hashable, ...]) -> bool:
+        """True, the message counted as left out, when the run is full and keeps no new kind for it: it holds a copy
+        of this kind (`key`: kind_key), or every message it keeps is the only one of its kind. False, with nothing
+        changed, when admits must decide (a run with room, or one not yet held as full)."""
+        if not self.full(run):
+            return False
+        held = self._full[id(run)]
+        if held.repeated and key not in held.copies:
+            return False
+        run.messages_dropped += 1
         return True
 
     def forget(self, run: Run) -> None:

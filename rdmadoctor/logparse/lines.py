@@ -9,10 +9,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import AbstractSet, Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.logparse.command import TOOL_RE, parse_command
+from rdmadoctor.logparse.kept import CODE_FIELDS
 from rdmadoctor.knowledge.perftest import TOOLS
 
 # Header box keys (perftest_parameters.c ctx_print_test_info, every generation) -> field names.
@@ -203,6 +204,27 @@ def _replayable(line: str, checks: _Checks, allowed: Optional[AbstractSet[int]]
     return fresh
 
 
+_CODES = frozenset(CODE_FIELDS)
+
+
+def _single_message(plan: tuple) -> Optional[Tuple[catalog.Pattern, int, Optional[Tuple[Tuple[str, int, int], ...]]]]:
+    """(pattern, start, codes) of a plan that reads each line of its shape as one message and plain text: where in
+    the line the fields that make the message's kind are (kept.CODE_FIELDS), or None when they are taken from the
+    line's own match of the pattern (one that tells digits apart: _Checks.verify). None for any other plan, and for a
+    message that sets a setting (an env field: streams._Source._route)."""
+    if plan is _UNSAFE or plan[0] != "items" or plan[2]:
+        return None
+    messages = [part for part in plan[1] if part[0] == "message"]
+    if len(messages) != 1:
+        return None
+    pattern, start, _end, groups = messages[0][1]
+    if groups is None:
+        return pattern, start, None
+    if any(name == "env" for name, _a, _b in groups):
+        return None
+    return pattern, start, tuple(group for group in groups if group[0] in _CODES)
+
+
 def canonical_gid(address: "ipaddress.IPv6Address") -> str:
     """IPv6 text, with an IPv4-mapped GID (RoCE v2 over IPv4) written ::ffff:a.b.c.d on every Python."""
     mapped = address.ipv4_mapped
@@ -275,6 +297,7 @@ class LineClassifier:
         self.catalog = catalog.load()
         self._cache: Dict[str, Tuple[Item, ...]] = {}
         self._shapes: Dict[bytes, tuple] = {}
+        self._singles: Dict[bytes, Optional[tuple]] = {}    # what repeated_message reads in each shape
         self._digit_words = _DIGIT_WORDS | {w.translate(_SHAPE) for w in self.catalog.keywords if _has_digit(w)}
         self.flattened = 0
 
@@ -306,6 +329,34 @@ class LineClassifier:
         if len(self._cache) < self.CACHE_LIMIT:
             self._cache[line] = items
         return items
+
+    def repeated_message(self, line: str, allowed: AbstractSet[int], wanted: Callable[[catalog.Pattern], bool]
+                         ) -> Optional[Tuple[catalog.Pattern, Dict[str, str]]]:
+        """The pattern of the one message the line holds, beside plain text, and the fields that make its kind (a
+        code: kept.CODE_FIELDS), when its shape's plan says so with certainty, the message sets no setting and
+        `wanted(pattern)` (asked before the line is checked against the plan); None when only classify can say. The
+        message is not made: a line its run leaves out (streams._Source._repeat_left_out) costs only this."""
+        shape = line_shape(line)
+        single = self._singles.get(shape, _UNSAFE)
+        if single is _UNSAFE:
+            plan = self._shapes.get(shape)
+            if plan is None:
+                return None            # (not read yet: classify reads it and makes the plan)
+            single = self._singles[shape] = _single_message(plan)
+        if single is None or not wanted(single[0]):
+            return None
+        if self._varying(line.strip()) is not None:
+            return None
+        fresh = _replayable(line, self._shapes[shape][-1], allowed)
+        if fresh is None:
+            return None
+        pattern, start, codes = single
+        if codes is not None:
+            return pattern, {name: line[a:b] for name, a, b in codes}
+        fields = fresh[id(pattern), start].groupdict()
+        if fields.get("env") is not None:
+            return None
+        return pattern, {name: fields[name] for name in CODE_FIELDS if fields.get(name) is not None}
 
     def _read(self, line: str, stripped: str, allowed: Optional[AbstractSet[int]], shape: Optional[bytes]):
         """The line read through; `shape`: its shape, when how it was read is to be kept for the shape."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Hashable, List, Optional, Set, Tuple
 
 from rdmadoctor.knowledge.listings import LISTING_TOOLS
-from rdmadoctor.logparse.catalog import Match
+from rdmadoctor.logparse.catalog import Match, Pattern
 from rdmadoctor.logparse.command import shell_words
 from rdmadoctor.logparse.kept import MAX_RUNS, KeptMessages
 from rdmadoctor.model import Command, HeaderField, Run
@@ -232,7 +232,7 @@ class ProducerRuns:
     def command(self, number: int, parsed: Tuple[str, Tool, List[str], Dict[str, object], Optional[str], str]) -> Run:
         name, tool, argv, options, host, text = parsed
         run = self.current.get(tool.producer)
-        if run is None or run.command is not None or run.messages:
+        if run is None or run.command is not None or run.messages or run.messages_dropped:
             run = self._new(tool.producer, number)
         run.command = Command(tool=name, argv=argv, options={k: v for k, v in options.items()}, host=host,
                               line=number, text=text)
@@ -249,16 +249,58 @@ class ProducerRuns:
         """The run a catalogue match's message joins, when that run keeps it (the caller appends the message, made
         only then: KeptMessages.admits); None when it is left out. `joins`: a library's or the kernel's message,
         which belongs to whatever run is open."""
-        run = self.last if joins and self.last is not None else self.current.get(producer)
+        run = self._joined(producer, joins)
         if run is None:
             run = self._new(producer, number)
         kind = match.pattern.kind
-        kept = self._messages.admits(run, kind, match.pattern.id, match.fields)
-        if kind == "error" and id(run) not in self._failed:
-            self._failure(run)
+        if self._unkeepable(run):
+            run.messages_dropped += 1
+            kept = False
+        else:
+            kept = self._messages.admits(run, kind, match.pattern.id, match.fields)
+            if kind == "error" and id(run) not in self._failed:
+                self._failure(run)
         run.last_line = number
         self.last = run
         return run if kept else None
+
+    def may_leave_out(self, producer: str, joins: bool = False) -> bool:
+        """Whether the run a message of `producer` joins leaves some messages out: it is full, or can no longer be
+        kept (repeat_left_out says which)."""
+        run = self._joined(producer, joins)
+        return run is not None and (self._messages.full(run) or self._unkeepable(run))
+
+    def repeat_left_out(self, number: int, pattern: Pattern, key: Tuple[Hashable, ...], joins: bool = False) -> bool:
+        """What `message` does with a message of `pattern` (its kind `key`: kept.kind_key) that its run leaves out,
+        done without the match: True when the run can no longer be kept, or is full and keeps no new kind for it
+        (KeptMessages.left_out) and an error changes nothing of which runs are kept; False, with nothing changed,
+        when `message` must decide."""
+        run = self._joined(pattern.producer, joins)
+        if run is None:
+            return False
+        if self._unkeepable(run):
+            run.messages_dropped += 1
+        elif (pattern.kind == "error" and id(run) not in self._failed) or not self._messages.left_out(run, key):
+            return False
+        run.last_line = number
+        self.last = run
+        return True
+
+    def _unkeepable(self, run: Run) -> bool:
+        """A run not kept that no error of its own can get kept any more: the source keeps MAX_RUNS runs and every one
+        of them printed an error (a failing run takes only the place of a kept run without one: _failure). Its
+        messages are counted, not made. Once true for a source, it stays true: the kept runs only change when a
+        healthy one gives its place."""
+        if id(run) in self._kept or len(self.runs) < MAX_RUNS:
+            return False
+        healthy = self._healthy
+        while healthy and id(healthy[-1]) in self._failed:
+            healthy.pop()        # (as _failure passes over it)
+        return not healthy
+
+    def _joined(self, producer: str, joins: bool) -> Optional[Run]:
+        """The open run a message of `producer` joins (`joins`: a library's message joins whatever run is open)."""
+        return self.last if joins and self.last is not None else self.current.get(producer)
 
     def finish(self, settings: Dict[str, HeaderField], others: List[Run]) -> List[Run]:
         """The runs, each with the source's settings it does not show itself (a paste's exports apply to the job)."""

@@ -17,7 +17,7 @@ from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tupl
 from rdmadoctor.logparse import catalog, compressed, pasted, prefilter, producers, rows
 from rdmadoctor.logparse import library as shared_words
 from rdmadoctor.logparse.lines import CUT_ROW_RE, NUMBERS_RE, RESULT_HEADER_RE, Item, LineClassifier, anchor_starts
-from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns
+from rdmadoctor.logparse.kept import MAX_LISTED_INPUTS, InputRuns, kind_key
 from rdmadoctor.logparse.producers import ProducerRuns
 from rdmadoctor.logparse.reader import KeepBudget, Lines, Piece, SourceReader
 from rdmadoctor.logparse.runs import _WIDTH, RunBuilder
@@ -98,6 +98,8 @@ class _Source:
         self.long_text = ""
         self.carry: List[bytes] = []              # a result row cut by a window's end
         self.text = ""                            # the line being read
+        # the prefilter's patterns whose match makes line() read more than a line's messages: a setting, a command
+        self.reads_more = pre.setting_ids | pre.tool_ids if pre is not None else frozenset()
 
     # -- the scan ----------------------------------------------------------------------------------------------
     def read(self, reader: SourceReader) -> None:
@@ -271,6 +273,9 @@ class _Source:
 
     def line(self, number: int, line: str, possible: Optional[Set[int]] = None) -> None:
         """`possible`: the patterns that can match in the line (prefilter.Prefilter.matches), when known."""
+        if possible is not None and possible.isdisjoint(self.reads_more) and \
+                self._repeat_left_out(number, line, possible):
+            return
         items = self.classify(line, possible)
         self.text = line
         pre = self.pre
@@ -298,6 +303,34 @@ class _Source:
         perftest_items = [i for i in items if i.kind != "message" or not self._route(number, i.data)]
         if perftest_items:
             self.builder.feed(number, perftest_items)
+
+    def _repeat_left_out(self, number: int, line: str, possible: Set[int]) -> bool:
+        """A line that is one message of another producer (and plain text) that its run leaves out (a full run that
+        keeps its kind already, or a run that can no longer be kept): what line() and _route would do with it, done
+        without the message (or its match) being made. A long job's log is mostly such lines: every rank prints the
+        same INFO lines, every queue pair the same flush error. False, with nothing done, when line() must read it."""
+        found = self.classifier.repeated_message(line, possible, self._may_leave_out)
+        if found is None:
+            return False
+        pattern, codes = found
+        library = pattern.producer in _LIBRARIES
+        if not self.others.repeat_left_out(number, pattern, kind_key(pattern.kind, pattern.id, codes), joins=library):
+            return False
+        if not library:
+            self.active = pattern.producer
+        self.text = line
+        return True
+
+    def _may_leave_out(self, pattern: catalog.Pattern) -> bool:
+        """Whether the run a message of `pattern` joins (as _route decides) may leave it out, whatever its fields: the
+        cheap part of _repeat_left_out, asked before the line is checked against its shape's plan."""
+        producer = pattern.producer
+        if producer == "perftest":
+            return False        # (perftest's catalogue: its words may be another program's here, _route)
+        library = producer in _LIBRARIES
+        if library and self.active == "perftest" and self.builder.current is not None:
+            return False        # (perftest's run takes it: _route)
+        return self.others.may_leave_out(producer, joins=library)
 
     def _route(self, number: int, match) -> bool:
         """Hand a message to another producer's run; False when it stays with perftest's.
