@@ -418,7 +418,7 @@ def test_lines_beyond_ascii_parse_as_every_line_read(hyperscan_prefilter, monkey
                 for r in parsed.runs]
     assert shape(scanned) == shape(every_line)
     data = extra.encode()
-    named = [end for end, pattern in hyperscan_prefilter.matches(data) if pattern == prefilter.ANY]
+    named = [end for end, patterns in hyperscan_prefilter.matches(data) if prefilter.ANY in patterns]
     assert named == [i + 1 for i, byte in enumerate(data) if byte == 10]
 
 

@@ -22,7 +22,7 @@ import os
 import sys
 import re
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from rdmadoctor.runtime import cache
 
@@ -155,18 +155,25 @@ class Prefilter:
         found.extend(_non_ascii_lines(data))
         return sorted(set(found))
 
-    def matches(self, data: bytes) -> List[Tuple[int, int]]:
-        """(end of line, pattern) pairs, in the order of the lines; a line with a character beyond ASCII is named with
-        ANY (every pattern can match in it)."""
-        found: List[Tuple[int, int]] = []
-        add = found.append
-        self._db.scan(data, match_event_handler=lambda pattern, _start, end, _flags, _ctx: add((end, pattern)),
-                      scratch=self._scratch)
+    def matches(self, data: bytes) -> List[Tuple[int, Set[int]]]:
+        """(end of line, patterns) for each line that can matter, in the order of the lines; a line with a character
+        beyond ASCII holds ANY among them (every pattern can match in it)."""
+        lines: Dict[int, Set[int]] = {}
+        get = lines.get
+
+        def found(pattern: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            ids = get(end)
+            if ids is None:
+                lines[end] = {pattern}
+            else:
+                ids.add(pattern)
+
+        self._db.scan(data, match_event_handler=found, scratch=self._scratch)
         # the database reads bytes, not UTF-8 characters (a third of the size and three times faster to build), so
         # it decides only ASCII lines, where bytes and characters are the same
-        found.extend((end, ANY) for end in _non_ascii_lines(data))
-        found.sort()
-        return found
+        for end in _non_ascii_lines(data):
+            lines.setdefault(end, set()).add(ANY)
+        return sorted(lines.items())
 
 
 ANY = -1

@@ -9,8 +9,6 @@ import os
 import re
 import stat
 import sys
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -129,8 +127,7 @@ class _Source:
         # other producers' row patterns are not in the database (their lines are found in the gaps), so a named line
         # may hold one too
         row_ids = self.pre.row_ids
-        for end, found in groupby(self.pre.matches(data), key=itemgetter(0)):
-            ids = {pattern for _, pattern in found}
+        for end, ids in self.pre.matches(data):
             found_start = data.rfind(b"\n", pos, end - 1)
             start = found_start + 1 if found_start >= 0 else pos
             if start > pos:
