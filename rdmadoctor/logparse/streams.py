@@ -325,9 +325,14 @@ class _Source:
         if producer == "perftest":
             return False        # (perftest's catalogue: its words may be another program's here, _route)
         library = producer in _LIBRARIES
-        if library and self.active == "perftest" and self.builder.current is not None:
-            return False        # (perftest's run takes it: _route)
+        if library and self._perftest_takes(producer):
+            return False
         return self.others.may_leave_out(producer, joins=library)
+
+    def _perftest_takes(self, producer: str) -> bool:
+        """A library's message (or one of perftest's catalogue) stays with perftest's run while perftest is talking:
+        its own, or any library's once perftest's run is open."""
+        return self.active == "perftest" and (producer == "perftest" or self.builder.current is not None)
 
     def _route(self, number: int, match) -> bool:
         """Hand a message to another producer's run; False when it stays with perftest's.
@@ -347,7 +352,7 @@ class _Source:
         if env and value is not None:
             self.settings.setdefault(env, HeaderField(value, number))
         library = producer in _LIBRARIES or producer == "perftest"
-        if library and self.active == "perftest" and (producer == "perftest" or self.builder.current is not None):
+        if library and self._perftest_takes(producer):
             return False
         if library:
             run = self.others.message(number, producer if producer != "perftest" else "verbs", match, joins=True)
