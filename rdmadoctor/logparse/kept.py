@@ -50,7 +50,7 @@ _SEVERITY = {"notice": 0, "warning": 1, "error": 2}
 _LEAST_WORTH = itemgetter(0, 1)       # of (severity, -copies, kind): the least severe, then the most copies
 
 
-_CODE_NAMES = frozenset(CODE_FIELDS)
+CODE_NAMES = frozenset(CODE_FIELDS)
 
 
 def kind_of(message: Message) -> Tuple[Hashable, ...]:
@@ -60,7 +60,7 @@ def kind_of(message: Message) -> Tuple[Hashable, ...]:
 
 def kind_key(kind: str, message_id: str, fields: Mapping[str, Any]) -> Tuple[Hashable, ...]:
     """kind_of a message of that kind, id and fields, before it is made."""
-    if _CODE_NAMES.isdisjoint(fields):
+    if CODE_NAMES.isdisjoint(fields):
         return (_SEVERITY.get(kind, 2), message_id)       # most messages carry no code (an INFO line)
     codes = [(name, fields[name]) for name in CODE_FIELDS if name in fields]
     return (_SEVERITY.get(kind, 2), message_id, *codes)

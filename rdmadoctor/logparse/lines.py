@@ -13,7 +13,7 @@ from typing import AbstractSet, Any, Callable, Dict, List, NamedTuple, Optional,
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.logparse.command import TOOL_RE, parse_command
-from rdmadoctor.logparse.kept import CODE_FIELDS
+from rdmadoctor.logparse.kept import CODE_FIELDS, CODE_NAMES
 from rdmadoctor.knowledge.perftest import TOOLS
 
 # Header box keys (perftest_parameters.c ctx_print_test_info, every generation) -> field names.
@@ -204,14 +204,11 @@ def _replayable(line: str, checks: _Checks, allowed: Optional[AbstractSet[int]]
     return fresh
 
 
-_CODES = frozenset(CODE_FIELDS)
-
-
-def _single_message(plan: tuple) -> Optional[Tuple[catalog.Pattern, int, Optional[Tuple[Tuple[str, int, int], ...]]]]:
-    """(pattern, start, codes) of a plan that reads each line of its shape as one message and plain text: where in
-    the line the fields that make the message's kind are (kept.CODE_FIELDS), or None when they are taken from the
-    line's own match of the pattern (one that tells digits apart: _Checks.verify). None for any other plan, and for a
-    message that sets a setting (an env field: streams._Source._route)."""
+def _single_message(plan: tuple) -> Optional[tuple]:
+    """(pattern, start, codes, checks) of a plan that reads each line of its shape as one message and plain text:
+    where in the line the fields that make the message's kind are (kept.CODE_FIELDS), or None when they are taken
+    from the line's own match of the pattern (one that tells digits apart: _Checks.verify), and the plan's _Checks.
+    None for any other plan, and for a message that sets a setting (an env field: streams._Source._route)."""
     if plan is _UNSAFE or plan[0] != "items" or plan[2]:
         return None
     messages = [part for part in plan[1] if part[0] == "message"]
@@ -219,10 +216,10 @@ def _single_message(plan: tuple) -> Optional[Tuple[catalog.Pattern, int, Optiona
         return None
     pattern, start, _end, groups = messages[0][1]
     if groups is None:
-        return pattern, start, None
+        return pattern, start, None, plan[-1]
     if any(name == "env" for name, _a, _b in groups):
         return None
-    return pattern, start, tuple(group for group in groups if group[0] in _CODES)
+    return pattern, start, tuple(group for group in groups if group[0] in CODE_NAMES), plan[-1]
 
 
 def canonical_gid(address: "ipaddress.IPv6Address") -> str:
@@ -347,10 +344,10 @@ class LineClassifier:
             return None
         if self._varying(line.strip()) is not None:
             return None
-        fresh = _replayable(line, self._shapes[shape][-1], allowed)
+        pattern, start, codes, checks = single
+        fresh = _replayable(line, checks, allowed)
         if fresh is None:
             return None
-        pattern, start, codes = single
         if codes is not None:
             return pattern, {name: line[a:b] for name, a, b in codes}
         fields = fresh[id(pattern), start].groupdict()
