@@ -752,3 +752,38 @@ def test_runs_that_can_no_longer_be_kept_parse_as_when_their_messages_are_made(h
     monkeypatch.setattr(producers.ProducerRuns, "_unkeepable", lambda _runs, _run: False)
     assert counted == shape(parse_text(text))
     assert sum(sealed) > 100
+
+
+# MPICH's fatal-error report in its three generations of the OFI frame (src/mpid/ch4/netmod/ofi/ofi_impl.h
+# MPIDI_OFI_CALL: file:line:function:error up to 4.3.0rc2, "default nic=" since; the text alone for a frame
+# without details), behind the prefixes CTest and launchers add
+MPICH_REPORTS = (
+    ("3: Abort(1091215) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init: Other MPI error, error stack:\n"
+     "3: MPID_Init(1138)..............:\n"
+     "3: MPIDI_OFI_mpi_init_hook(1061): OFI addrinfo() failed (ofi_init.c:1061:MPIDI_OFI_mpi_init_hook:"
+     "No data available)\n",
+     {"function": "PMPI_Init", "rank": "0"}, {"call": "addrinfo()", "file": "ofi_init.c", "line": "1061",
+                                             "error": "No data available"}),
+    ("Abort(811174031): Fatal error in internal_Finalize: Other MPI error, error stack:\n"
+     "flush_send(970)..................: OFI call tsenddata failed (default nic=bridge102: No such file or "
+     "directory)\n",
+     {"function": "internal_Finalize", "rank": None}, {"call": "tsenddata", "nic": "bridge102",
+                                                     "error": "No such file or directory"}),
+    ("[4] Abort(1615247) on node 4 (rank 4 in comm 0): Fatal error in PMPI_Init: Other MPI error, error stack:\n"
+     "[4] insert_addr_table_roots_only(462): OFI get address vector map failed\n",
+     {"function": "PMPI_Init", "rank": "4"}, {"call": "get address vector map", "error": None}),
+)
+
+
+@pytest.mark.parametrize("text,fatal,call", MPICH_REPORTS)
+def test_an_mpich_error_stack_reads_as_its_fatal_error_and_its_ofi_call(text, fatal, call):
+    for pasted in (text, text.replace("\n", "\r\n"), text.replace("\n", " ")):
+        messages = {m.id: m.fields for r in parse_text(pasted).runs for m in r.messages}
+        assert {k: messages["MPICH.FATAL_ERROR"].get(k) for k in fatal} == fatal, pasted
+        assert {k: messages["MPICH.OFI_CALL_FAILED"].get(k) for k in call} == call, pasted
+        assert messages["MPICH.FATAL_ERROR"]["error_class"] == "Other MPI error"
+
+
+def test_an_application_abort_is_not_mpichs_fatal_error():
+    text = "Abort(1) on node 0 (rank 0 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1) - process 0\n"
+    assert [m.id for r in parse_text(text).runs for m in r.messages if m.id.startswith("MPICH.")] == []
