@@ -784,6 +784,11 @@ def test_an_mpich_error_stack_reads_as_its_fatal_error_and_its_ofi_call(text, fa
         assert messages["MPICH.FATAL_ERROR"]["error_class"] == "Other MPI error"
 
 
-def test_an_application_abort_is_not_mpichs_fatal_error():
-    text = "Abort(1) on node 0 (rank 0 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1) - process 0\n"
+@pytest.mark.parametrize("text", [
+    "Abort(1) on node 0 (rank 0 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 1) - process 0\n",
+    # another program over libfabric (aws-ofi-nccl) prints "OFI ... failed" outside an MPICH error stack
+    "ip-10-0-0-1:4242:4300 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data "
+    "available\n",
+])
+def test_what_is_not_an_mpich_error_stack_reads_no_mpich_message(text):
     assert [m.id for r in parse_text(text).runs for m in r.messages if m.id.startswith("MPICH.")] == []
