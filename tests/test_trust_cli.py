@@ -372,3 +372,18 @@ def test_every_json_output_matches_its_schema(tmp_path):
     assert count > 100
     live = run("check", "--sample", "0", "--json", timeout=180)
     assert not jsonio.errors(json.loads(live.stdout), "result")
+
+
+@pytest.mark.parametrize("tail,quoted", [
+    # librdmacm's example client (rdma_client.c) stops on a send its provider refused: no rule names a cause
+    ("rdma_post_send: Unknown error -22\n", "rdma_post_send: Unknown error -22"),
+    ("", None),
+])
+def test_a_run_that_stops_without_results_quotes_the_error_no_rule_explains(tmp_path, tail, quoted):
+    log = tmp_path / "client.log"
+    log.write_text("$ rdma_client -s 192.0.2.1\n" + tail)
+    result = run("explain", "--json", str(log))
+    verdict = json.loads(result.stdout)["verdict"]
+    assert verdict["status"] == "unknown" and result.returncode == 3
+    assert ("no error says why" in verdict["summary"]) is (quoted is None)
+    assert quoted is None or verdict["summary"].endswith(quoted)

@@ -75,7 +75,7 @@ def _from_findings(findings: List[Finding], lang: Optional[str]) -> Optional[Ver
     return None
 
 
-def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
+def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence[Finding] = ()) -> Verdict:
     lang = ctx.get("lang")
     if not runs:
         return Verdict("unknown", "unknown", None, say("nothing-recognised", lang), None, None,
@@ -86,8 +86,13 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any]) -> Verdict:
         return Verdict("unknown", "unknown", None, say("listings-only", lang, tools=tools), None, None, [],
                        [say("paste-the-failure", lang)])
     if not done:
-        return Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
-                       [say("paste-to-the-end", lang)])
+        # quote the first error that no finding cites: "no error says why" would be wrong
+        cited = {(e.source, e.line) for f in findings for e in f.evidence}
+        error = next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited),
+                     None)
+        said = (say("unexplained-error", lang, runs=len(runs), text=error.text) if error is not None else
+                say("no-run-completed", lang, runs=len(runs)))
+        return Verdict("unknown", "unknown", None, said, None, None, [], [say("paste-to-the-end", lang)])
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
@@ -123,7 +128,7 @@ def pick(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any],
     if ladders is not None:
         verdict = _health_of_host(ladders, lang)
         if runs and verdict.status == "ok":
-            ran = _health_of_runs(runs, ctx)
+            ran = _health_of_runs(runs, ctx, findings)
             return ran if ran.status != "ok" else verdict
         return verdict
-    return _health_of_runs(runs, ctx)
+    return _health_of_runs(runs, ctx, findings)

@@ -18,6 +18,10 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "paste-both-sides": {
         "en": "Paste the complete output of both sides, each with the command line that started it.",
         "zh": "请贴出两端的完整输出，并各自带上启动它的命令行。"},
+    "unexplained-error": {
+        "en": ("No run completed: none of the {runs} run(s) printed results, and no rule explains the error they "
+               "printed: {text}"),
+        "zh": "没有一次运行完成：{runs} 次运行都没有输出结果，也没有任何规则能解释它们输出的错误：{text}"},
     "no-run-completed": {
         "en": "No run completed: none of the {runs} run(s) printed results, and no error says why",
         "zh": "没有一次运行完成：{runs} 次运行都没有输出结果，也没有错误说明原因"},
