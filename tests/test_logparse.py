@@ -792,3 +792,15 @@ def test_an_mpich_error_stack_reads_as_its_fatal_error_and_its_ofi_call(text, fa
 ])
 def test_what_is_not_an_mpich_error_stack_reads_no_mpich_message(text):
     assert [m.id for r in parse_text(text).runs for m in r.messages if m.id.startswith("MPICH.")] == []
+
+
+def test_ucx_infos_failed_interface_is_ucxs_line_not_perftests_failed_to_open():
+    # ucx_info -d (src/tools/info/tl_info.c) after a transport's uct_iface_open() failed; perftest prints
+    # "failed to open %s" (perftest_parameters.c), which the line also contains
+    text = ("#      Transport: dc_mlx5\n#         Device: mlx5_0:1\n"
+            "[1641387609.196524] [n1:181277:0]         dc_mlx5.c:505  UCX  ERROR mlx5dv_create_qp(DCT) failed: "
+            "Invalid argument\n#   < failed to open interface >\n")
+    runs = parse_text(text).runs
+    assert [r.producer for r in runs] == ["ucx"]
+    assert [(m.id, m.fields.get("function")) for m in runs[0].messages] == [
+        ("UCX.IB_QUEUE_CREATE_FAILED", "mlx5dv_create_qp"), ("UCX.INFO_IFACE_OPEN_FAILED", None)]
