@@ -8,6 +8,7 @@ from hypothesis import example, given, settings, strategies as st
 from rdmadoctor.logparse.streams import parse_paths, parse_streams, parse_text
 from rdmadoctor.logparse.command import parse_command
 from rdmadoctor.logparse.lines import perftest_gid, side_label
+from rdmadoctor.logparse.reader import SourceReader
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SEED = FIXTURES / "handwritten" / "seed-qp-mismatch"
@@ -75,6 +76,23 @@ def test_ansi_colour_nul_bytes_and_invalid_utf8_are_cleaned():
     assert run.messages[0].fields == {"host": "192.0.2.1", "port": "18515", "phase": "connect"}
     assert run.side == "client"
     assert parsed.sources[0].decode_errors > 0
+
+
+def test_markdown_emphasis_around_a_line_is_removed_and_perftest_boxes_stay():
+    # an issue's `_..._` around a pasted NCCL line (NVIDIA/nccl#769): the marker must not end up in the errno text
+    raw = (b"_misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out_\n"
+           b"**ethernet_read_keys: Couldn't read remote address**  \n"
+           b"************************************\n"
+           b"* Waiting for client to connect... *\n")
+    reader = SourceReader("x.log", io.BytesIO(raw))
+    assert [text for _, text in reader.lines()] == [
+        "misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out",
+        "ethernet_read_keys: Couldn't read remote address",
+        "************************************",
+        "* Waiting for client to connect... *"]
+    parsed = parse_streams([("x.log", io.BytesIO(raw))])
+    fields = [m.fields for r in parsed.runs for m in r.messages if m.id == "NCCL.IB_MODIFY_QP_FAILED"]
+    assert fields and fields[0].get("error") == "Connection timed out"
 
 
 def test_smart_quotes_and_prompt_side_labels():

@@ -35,6 +35,17 @@ _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 # being decoded: a UTF-8 sequence never matches inside another character's)
 _CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if c > 127)
 _ASCII = bytes(range(128))
+# A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) loses its markers,
+# which would otherwise end up in a message's last field ("Connection timed out_"). The marker must touch text on
+# both sides, so perftest's boxes (`****`, ` * Waiting for client to connect... *`) stay as printed.
+_EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_)(?=[^\s*_])([^\n]*?[^\s*_])\2[ \t]*$")
+_EMPHASIS_ENDS = (b"_\n", b"*\n", b"_ \n", b"* \n")
+
+
+def _unemphasise(raw: bytes) -> bytes:
+    if any(end in raw for end in _EMPHASIS_ENDS) or raw.endswith((b"_", b"*")):
+        return _EMPHASIS_BYTES.sub(rb"\1\3", raw)
+    return raw
 
 
 def clean_block(text: str) -> str:
@@ -228,7 +239,7 @@ class SourceReader:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError:
-                return clean_block(self._decode(raw)).encode("utf-8", "surrogatepass")
+                return _unemphasise(clean_block(self._decode(raw)).encode("utf-8", "surrogatepass"))
         if b"\x1b" in raw:
             raw = _ANSI_BYTES.sub(b"", raw)
         if b"\r" in raw:
@@ -240,7 +251,7 @@ class SourceReader:
             for sequence, replacement in _CLEAN_UTF8:
                 if sequence in beyond:
                     raw = raw.replace(sequence, replacement)
-        return raw
+        return _unemphasise(raw)
 
     def _decode(self, raw: bytes) -> str:
         try:
