@@ -360,14 +360,32 @@ _LAST_RESORT = re.compile(r"^(?:\[\d+\])?(docker\d*|lo|virbr\d*)$")
 
 def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """NCCL's out-of-band (bootstrap or socket transport) interface is docker*, lo or virbr*: host-local
-    interfaces the other hosts cannot reach."""
+    interfaces the other hosts cannot reach. A rank that connects to a loopback address shows it too: the address
+    is one some rank advertised (in the unique id or the bootstrap ring), which only its lo carries."""
     for m in _nccl_messages(run):
         if m.id in ("NCCL.BOOTSTRAP_USING", "NCCL.SOCKET_USING", "NCCL.IB_USING"):
             netdev = m.fields.get("netdev") or ""
             hit = _LAST_RESORT.match(netdev)
             if hit:
                 return _at(m, netdev=hit.group(1), address=(m.fields.get("address") or "").split("<")[0])
+    for m in _nccl_messages(run):
+        if m.id in _CONNECT_FAILURES:
+            address = _loopback(m.fields.get("peer"))
+            if address:
+                return _at(m, netdev="lo", address=address)
     return None
+
+
+_CONNECT_FAILURES = ("NCCL.SOCKET_CONNECT_FAILED", "NCCL.SOCKET_CONNECT_POLL_FAILED")
+
+
+def _loopback(peer: Optional[str]) -> Optional[str]:
+    """'127.0.0.1<45069>' -> '127.0.0.1' (and ::1); None for any other address."""
+    text = (peer or "").split("<")[0].strip("[]")
+    try:
+        return text if ipaddress.ip_address(text.split("%")[0]).is_loopback else None
+    except ValueError:
+        return None
 
 
 # -- what else the input shows ---------------------------------------------------------------------------------
