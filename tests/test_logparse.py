@@ -161,6 +161,14 @@ def test_generated_catalogue_covers_uncurated_messages():
     assert ids[1] == "A:perftest_resources.c:ctx_open_device"
 
 
+def test_a_generated_one_word_line_is_perftest_s_only_alone_on_its_line():
+    # write_bw.c prints "Skipping" alone; Mooncake's "Skipping unavailable device: mlx5_0" is not perftest's
+    alone = parse_text("Skipping\n").runs
+    assert [m.id for r in alone for m in r.messages] == ["A:write_bw.c:main"]
+    inside = parse_text("W0116 05:27:02.295555 20488 topology.cpp:164] Skipping unavailable device: mlx5_0\n").runs
+    assert not [m for r in inside for m in r.messages if m.id.startswith("A:")]
+
+
 @pytest.mark.parametrize("line,tool,options,host", [
     ("ib_write_bw -d mlx5_0 --qp 10 -s4096 -aR 10.0.0.1", "ib_write_bw",
      {"ib-dev": "mlx5_0", "qp": "10", "size": "4096", "all": True, "rdma_cm": True}, "10.0.0.1"),
