@@ -37,7 +37,9 @@ _CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if 
 _ASCII = bytes(range(128))
 # A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) loses its markers,
 # which would otherwise end up in a message's last field ("Connection timed out_"). The marker must touch text on
-# both sides, so perftest's boxes (`****`, ` * Waiting for client to connect... *`) stay as printed.
+# both sides, so perftest's boxes (`****`, ` * Waiting for client to connect... *`) stay as printed. Markdown text
+# is small (a GitHub comment holds 65,536 characters), so only an input's first block is looked at: the search
+# for line ends costs a job log's later blocks nothing.
 _EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_)(?=[^\s*_])([^\n]*?[^\s*_])\2[ \t]*$")
 _EMPHASIS_ENDS = (b"_\n", b"*\n", b"_ \n", b"* \n")
 
@@ -126,8 +128,8 @@ class SourceReader:
     def events(self) -> Iterator[Union[Lines, Piece]]:
         number = 0                   # the last line number handed out (complete or not)
         open_line = False            # the last event was a piece of a line not finished yet
-        for raw, final in self._blocks():
-            data = self._clean(raw)
+        for block, (raw, final) in enumerate(self._blocks()):
+            data = self._clean(raw, block == 0)
             if final and not data.endswith(b"\n"):
                 data += b"\n"           # the input's last line, without its newline
             if not data:
@@ -233,13 +235,18 @@ class SourceReader:
             self._keeping = False
 
     # -- cleaning ----------------------------------------------------------------------------------------------
-    def _clean(self, raw: bytes) -> bytes:
+    def _clean(self, raw: bytes, first: bool = True) -> bytes:
+        """The block as printable text; `first`: the input's first block, the only one Markdown is looked for in."""
+        raw = self._printable(raw)
+        return _unemphasise(raw) if first else raw
+
+    def _printable(self, raw: bytes) -> bytes:
         ascii_only = raw.isascii()
         if not ascii_only:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError:
-                return _unemphasise(clean_block(self._decode(raw)).encode("utf-8", "surrogatepass"))
+                return clean_block(self._decode(raw)).encode("utf-8", "surrogatepass")
         if b"\x1b" in raw:
             raw = _ANSI_BYTES.sub(b"", raw)
         if b"\r" in raw:
@@ -251,7 +258,7 @@ class SourceReader:
             for sequence, replacement in _CLEAN_UTF8:
                 if sequence in beyond:
                     raw = raw.replace(sequence, replacement)
-        return _unemphasise(raw)
+        return raw
 
     def _decode(self, raw: bytes) -> str:
         try:
