@@ -235,7 +235,7 @@ class SourceReader:
             self._keeping = False
 
     # -- cleaning ----------------------------------------------------------------------------------------------
-    def _clean(self, raw: bytes, first: bool = True) -> bytes:
+    def _clean(self, raw: bytes, first: bool) -> bytes:
         """The block as printable text; `first`: the input's first block, the only one Markdown is looked for in."""
         raw = self._printable(raw)
         return _unemphasise(raw) if first else raw

@@ -367,7 +367,7 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
             netdev = m.fields.get("netdev") or ""
             hit = _LAST_RESORT.match(netdev)
             if hit:
-                return _at(m, netdev=hit.group(1), address=(m.fields.get("address") or "").split("<")[0])
+                return _at(m, netdev=hit.group(1), address=_host(m.fields.get("address")))
     for m in _nccl_messages(run):
         if m.id in _CONNECT_FAILURES:
             address = _loopback(m.fields.get("peer"))
@@ -379,9 +379,14 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
 _CONNECT_FAILURES = ("NCCL.SOCKET_CONNECT_FAILED", "NCCL.SOCKET_CONNECT_POLL_FAILED")
 
 
+def _host(address: Optional[str]) -> str:
+    """NCCL's '<address><port>' form without the port: '10.0.0.1<45069>' -> '10.0.0.1'."""
+    return (address or "").split("<")[0]
+
+
 def _loopback(peer: Optional[str]) -> Optional[str]:
     """'127.0.0.1<45069>' -> '127.0.0.1' (and ::1); None for any other address."""
-    text = (peer or "").split("<")[0].strip("[]")
+    text = _host(peer).strip("[]")
     try:
         return text if ipaddress.ip_address(text.split("%")[0]).is_loopback else None
     except ValueError:
