@@ -387,3 +387,17 @@ def test_a_run_that_stops_without_results_quotes_the_error_no_rule_explains(tmp_
     assert verdict["status"] == "unknown" and result.returncode == 3
     assert ("no error says why" in verdict["summary"]) is (quoted is None)
     assert quoted is None or verdict["summary"].endswith(quoted)
+
+
+@pytest.mark.parametrize("failed,status", [(True, "unknown"), (False, "warning")])
+def test_a_harmless_warning_is_not_the_verdict_of_runs_that_stopped_on_an_unexplained_error(tmp_path, failed, status):
+    # UCX's unused-variable warning (src/ucs/config/parser.c) is harmless; beside a run that stopped on an error no
+    # rule names, "harmless" would hide the failure
+    log = tmp_path / "job.log"
+    log.write_text("[1700000000.100000] [node1:1234:0]  parser.c:1885 UCX  WARN  unused env variable: UCX_DIR "
+                   "(set UCX_WARN_UNUSED_ENV_VARS=n to suppress this warning)\n"
+                   + ("$ rdma_client -s 192.0.2.1\nrdma_post_send: Unknown error -22\n" if failed else ""))
+    verdict = json.loads(run("explain", "--json", str(log)).stdout)["verdict"]
+    assert verdict["status"] == status
+    assert (verdict["cause"] == "benign-warning") is (not failed)
+    assert not failed or verdict["summary"].endswith("rdma_post_send: Unknown error -22")

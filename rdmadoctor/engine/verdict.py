@@ -87,13 +87,24 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
                        [say("paste-the-failure", lang)])
     if not done:
         # quote the first error that no finding cites: "no error says why" would be wrong
-        cited = {(e.source, e.line) for f in findings for e in f.evidence}
-        error = next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited),
-                     None)
+        error = _uncited_error(runs, findings)
         said = (say("unexplained-error", lang, runs=len(runs), text=error.text) if error is not None else
                 say("no-run-completed", lang, runs=len(runs)))
         return Verdict("unknown", "unknown", None, said, None, None, [], [say("paste-to-the-end", lang)])
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
+
+
+def _uncited_error(runs: Sequence[Run], findings: Sequence[Finding]):
+    """The first error message of the runs that no finding cites as evidence, or None."""
+    cited = {(e.source, e.line) for f in findings for e in f.evidence}
+    return next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+
+
+def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence[Finding]) -> Optional[Verdict]:
+    """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is."""
+    if not runs or any(features.feature(r, "results", ctx) for r in runs) or _uncited_error(runs, findings) is None:
+        return None
+    return _health_of_runs(runs, ctx, findings)
 
 
 def _next_for(detail: str, lang: Optional[str]) -> str:
@@ -121,6 +132,8 @@ def pick(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any],
     """The verdict. `healthy` is what to say when nothing is wrong (bench's summary), else the evidence decides."""
     lang = ctx.get("lang")
     chosen = (_from_ladders(ladders, findings, lang) if ladders is not None else None) or _from_findings(findings, lang)
+    if chosen is not None and chosen.status == "warning" and ladders is None:
+        chosen = _error_beside_warning(runs, ctx, findings) or chosen
     if chosen is not None:
         return chosen
     if healthy is not None:
