@@ -87,24 +87,27 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
                        [say("paste-the-failure", lang)])
     if not done:
         # quote the first error that no finding cites: "no error says why" would be wrong
-        error = _uncited_error(runs, findings)
-        said = (say("unexplained-error", lang, runs=len(runs), text=error.text) if error is not None else
-                say("no-run-completed", lang, runs=len(runs)))
-        return Verdict("unknown", "unknown", None, said, None, None, [], [say("paste-to-the-end", lang)])
+        return (_unexplained_error(runs, findings, lang) or
+                Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
+                        [say("paste-to-the-end", lang)]))
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
-def _uncited_error(runs: Sequence[Run], findings: Sequence[Finding]):
-    """The first error message of the runs that no finding cites as evidence, or None."""
+def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: Optional[str]) -> Optional[Verdict]:
+    """Unknown, quoting the first error message of the runs that no finding cites as evidence; None when all are."""
     cited = {(e.source, e.line) for f in findings for e in f.evidence}
-    return next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+    error = next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+    if error is None:
+        return None
+    return Verdict("unknown", "unknown", None, say("unexplained-error", lang, runs=len(runs), text=error.text), None,
+                   None, [], [say("paste-to-the-end", lang)])
 
 
 def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence[Finding]) -> Optional[Verdict]:
     """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is."""
-    if not runs or any(features.feature(r, "results", ctx) for r in runs) or _uncited_error(runs, findings) is None:
+    if not runs or any(features.feature(r, "results", ctx) for r in runs):
         return None
-    return _health_of_runs(runs, ctx, findings)
+    return _unexplained_error(runs, findings, ctx.get("lang"))
 
 
 def _next_for(detail: str, lang: Optional[str]) -> str:
