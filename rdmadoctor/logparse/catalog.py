@@ -6,7 +6,8 @@ Two sources, one form (both in rdmadoctor/knowledge/messages/):
   perftest_strings.tsv  every message string of perftest 6.29, compiled from its C format, so that an
                         error no curated entry covers is still recognised (with its file and function).
 A line may hold several messages (a chat or a blog flattened them into one line): `find` returns all
-of them, in order, without overlaps; curated entries win over generated ones, longer over shorter.
+of them, in order, without overlaps; curated entries win over generated ones, longer over shorter, and a
+producer's catch-all (`fallback = true`: any line of its error form) loses to all of them.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Pattern:
     result: bool = False             # the line reports a measurement: the run completed (`result = true`)
     digit_blind: bool = False        # matches the same spans in lines that differ only in their digits (digit_blind())
     needles: Tuple[str, ...] = ()    # text (lowercase ASCII) every line it matches holds (needles())
+    fallback: bool = False           # a producer's catch-all (any "NCCL WARN" line): loses every overlap
 
     @cached_property
     def regex(self) -> "re.Pattern[str]":
@@ -320,10 +322,10 @@ class Catalog:
                     matches.append(matched(pattern, found))
         if len(matches) <= 1:
             return matches
-        # curated before generated, more fixed text first, then perftest's catalogue before the others (a tie
-        # must not depend on set order), then leftmost
-        matches.sort(key=lambda m: (not m.pattern.curated, -m.pattern.literal_length, m.pattern.producer != "perftest",
-                                    m.start, m.pattern.id))
+        # a catch-all last, curated before generated, more fixed text first, then perftest's catalogue before the
+        # others (a tie must not depend on set order), then leftmost
+        matches.sort(key=lambda m: (m.pattern.fallback, not m.pattern.curated, -m.pattern.literal_length,
+                                    m.pattern.producer != "perftest", m.start, m.pattern.id))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
@@ -420,7 +422,8 @@ def _entries(path: Path) -> List[Pattern]:
                 source=source, keyword=entry.get("keyword") or _keyword_of(source),
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
-                result=bool(entry.get("result")), digit_blind=digit_blind(source), needles=needles(source)))
+                result=bool(entry.get("result")), digit_blind=digit_blind(source), needles=needles(source),
+                fallback=bool(entry.get("fallback"))))
     return patterns
 
 
@@ -487,7 +490,7 @@ def load() -> Catalog:
 
 def _fields(p: Pattern) -> tuple:
     return (p.id, p.kind, p.phase, p.source, p.keyword, p.literal_length, p.curated, p.side, p.gen, p.origin,
-            p.producer, p.result, p.digit_blind, p.needles)
+            p.producer, p.result, p.digit_blind, p.needles, p.fallback)
 
 
 def split_points(matches: List[Match]) -> List[Tuple[int, Optional[int]]]:
