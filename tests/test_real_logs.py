@@ -68,6 +68,14 @@ KNOWN_MISSES = {
     "ompi-ucx-551-oob-ud-create-cq-power": (
         "ORTE's UD OOB help text with 16,384 CQEs and ENOMEM: an unqueried request beyond max_cqe (the thread) and "
         "a low locked-memory limit print the same; rdmadoctor says warning/unknown with device-limit-exceeded first"),
+    "mpich-mpich-7853-efa-rma-get-regression": (
+        "MPICH's OFI poll failure with Invalid argument on EFA, stack abbreviated by hand: that it is an MPICH 5.x "
+        "regression (library-bug) was found by bisecting releases, which the two lines do not show; rdmadoctor says "
+        "unknown with library-bug among the candidates"),
+    "perftest-perftest-26-couldnt-allocate-mr-contig-regression": (
+        "'Couldn't allocate MR' as root: a perftest regression (the thread bisected the perftest tree) prints the same "
+        "as a device or driver refusing the registration; the bisect lines beside it do not say which tree was "
+        "bisected, and named the wrong commit, so rdmadoctor stays 'unknown' with the registration candidates"),
     "verbs-tools-lore-20210222-rc-pingpong-couldnt-create-cq": (
         "'Couldn't create CQ' alone; a kernel update fixed it (userspace-kernel-mismatch, among the candidates)"),
 }
