@@ -80,16 +80,21 @@ def test_ansi_colour_nul_bytes_and_invalid_utf8_are_cleaned():
 
 def test_markdown_emphasis_around_a_line_is_removed_and_perftest_boxes_stay():
     # an issue's `_..._` around a pasted NCCL line (NVIDIA/nccl#769): the marker must not end up in the errno text
+    # and a line posted as inline code (aws/aws-ofi-nccl#879); a code fence stays
     raw = (b"_misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out_\n"
            b"**ethernet_read_keys: Couldn't read remote address**  \n"
            b"************************************\n"
-           b"* Waiting for client to connect... *\n")
+           b"* Waiting for client to connect... *\n"
+           b"`fi_getinfo: -61 (No data available)`\n"
+           b"```\n")
     reader = SourceReader("x.log", io.BytesIO(raw))
     assert [text for _, text in reader.lines()] == [
         "misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out",
         "ethernet_read_keys: Couldn't read remote address",
         "************************************",
-        "* Waiting for client to connect... *"]
+        "* Waiting for client to connect... *",
+        "fi_getinfo: -61 (No data available)",
+        "```"]
     parsed = parse_streams([("x.log", io.BytesIO(raw))])
     fields = [m.fields for r in parsed.runs for m in r.messages if m.id == "NCCL.IB_MODIFY_QP_FAILED"]
     assert fields and fields[0].get("error") == "Connection timed out"

@@ -35,17 +35,18 @@ _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 # being decoded: a UTF-8 sequence never matches inside another character's)
 _CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if c > 127)
 _ASCII = bytes(range(128))
-# A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) loses its markers,
+# A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) or in inline code
+# (a backtick at each end) loses its markers,
 # which would otherwise end up in a message's last field ("Connection timed out_"). The marker must touch text on
 # both sides, so perftest's boxes (`****`, ` * Waiting for client to connect... *`) stay as printed. Markdown text
 # is small (a GitHub comment holds 65,536 characters), so only an input's first block is looked at: the search
 # for line ends costs a job log's later blocks nothing.
-_EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_)(?=[^\s*_])([^\n]*?[^\s*_])\2[ \t]*$")
-_EMPHASIS_ENDS = (b"_\n", b"*\n", b"_ \n", b"* \n")
+_EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_|`)(?=[^\s*_`])([^\n]*?[^\s*_`])\2[ \t]*$")
+_EMPHASIS_ENDS = (b"_\n", b"*\n", b"`\n", b"_ \n", b"* \n", b"` \n")
 
 
 def _unemphasise(raw: bytes) -> bytes:
-    if any(end in raw for end in _EMPHASIS_ENDS) or raw.endswith((b"_", b"*")):
+    if any(end in raw for end in _EMPHASIS_ENDS) or raw.endswith((b"_", b"*", b"`")):
         return _EMPHASIS_BYTES.sub(rb"\1\3", raw)
     return raw
 

@@ -70,7 +70,7 @@ Releases = Tuple[int, int]     # the oldest and the newest release (NCCL version
 
 def _wc_error_releases(f: Dict[str, Any], text: str) -> Releases:
     if "peer" not in f:
-        return 2_07_00, 2_09_99                      # "Got completion with error N, opcode ..."
+        return 2_03_05, 2_09_99                      # "Got completion with error N, opcode ..." (from 2.3.5)
     if "status_name" in f:
         return 2_28_07, NEWEST                       # "status=IBV_WC_...(N)"
     if "status=" in text:
