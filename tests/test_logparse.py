@@ -174,7 +174,6 @@ def test_a_generated_one_word_line_is_perftest_s_only_alone_on_its_line():
     assert not [m for r in inside for m in r.messages if m.id.startswith("A:")]
 
 
-
 def test_a_producer_catch_all_reads_only_the_lines_no_other_entry_reads():
     # NCCL's and UCX's error forms: a line another entry reads keeps that entry (the catch-all loses every overlap,
     # even to an entry of no more fixed text that starts later, as the devx one does), a line none reads is still an
@@ -186,6 +185,7 @@ def test_a_producer_catch_all_reads_only_the_lines_no_other_entry_reads():
     unknown = parse_text("node1:1234:1250 [0] enqueue.cc:321 NCCL WARN Some failure no entry reads\n").runs
     assert [(r.producer, m.id, m.kind, m.text) for r in unknown for m in r.messages] == [
         ("nccl", "NCCL.WARN", "error", "NCCL WARN Some failure no entry reads")]
+
 
 @pytest.mark.parametrize("line,tool,options,host", [
     ("ib_write_bw -d mlx5_0 --qp 10 -s4096 -aR 10.0.0.1", "ib_write_bw",

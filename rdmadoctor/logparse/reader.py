@@ -36,11 +36,11 @@ _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 _CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if c > 127)
 _ASCII = bytes(range(128))
 # A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) or in inline code
-# (a backtick at each end) loses its markers,
-# which would otherwise end up in a message's last field ("Connection timed out_"). The marker must touch text on
-# both sides, so perftest's boxes (`****`, ` * Waiting for client to connect... *`) stay as printed. Markdown text
-# is small (a GitHub comment holds 65,536 characters), so only an input's first block is looked at: the search
-# for line ends costs a job log's later blocks nothing.
+# (a backtick at each end) loses its markers, which would otherwise end up in a message's last field ("Connection
+# timed out_"). The marker must touch text on both sides, so perftest's boxes (`****`, ` * Waiting for client to
+# connect... *`) and a code fence stay as printed. Markdown text is small (a GitHub comment holds 65,536
+# characters), so only an input's first block is looked at: the search for line ends costs a job log's later blocks
+# nothing.
 _EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_|`)(?=[^\s*_`])([^\n]*?[^\s*_`])\2[ \t]*$")
 _EMPHASIS_ENDS = (b"_\n", b"*\n", b"`\n", b"_ \n", b"* \n", b"` \n")
 
