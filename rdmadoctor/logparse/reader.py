@@ -39,8 +39,8 @@ _ASCII = bytes(range(128))
 # (a backtick at each end) loses its markers, which would otherwise end up in a message's last field ("Connection
 # timed out_"). The marker must touch text on both sides, so perftest's boxes (`****`, ` * Waiting for client to
 # connect... *`) and a code fence stay as printed. Markdown text is small (a GitHub comment holds 65,536
-# characters), so only an input's first block is looked at: the search for line ends costs a job log's later blocks
-# nothing.
+# characters), so only the lines that end within an input's first BLOCK bytes are looked at: the search for line ends
+# costs a job log's later blocks nothing.
 _EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_|`)(?=[^\s*_`])([^\n]*?[^\s*_`])\2[ \t]*$")
 _EMPHASIS_ENDS = (b"_\n", b"*\n", b"`\n", b"_ \n", b"* \n", b"` \n")
 
@@ -129,8 +129,10 @@ class SourceReader:
     def events(self) -> Iterator[Union[Lines, Piece]]:
         number = 0                   # the last line number handed out (complete or not)
         open_line = False            # the last event was a piece of a line not finished yet
-        for block, (raw, final) in enumerate(self._blocks()):
-            data = self._clean(raw, block == 0)
+        seen = 0                     # the input's bytes before this block
+        for raw, final in self._blocks():
+            data = self._clean(raw, seen)
+            seen += len(raw)
             if final and not data.endswith(b"\n"):
                 data += b"\n"           # the input's last line, without its newline
             if not data:
@@ -236,10 +238,16 @@ class SourceReader:
             self._keeping = False
 
     # -- cleaning ----------------------------------------------------------------------------------------------
-    def _clean(self, raw: bytes, first: bool) -> bytes:
-        """The block as printable text; `first`: the input's first block, the only one Markdown is looked for in."""
-        raw = self._printable(raw)
-        return _unemphasise(raw) if first else raw
+    def _clean(self, raw: bytes, seen: int) -> bytes:
+        """The block as printable text; `seen`: the input's bytes before it. Markdown is looked for in the lines that
+        end within the input's first BLOCK bytes, however the input comes in blocks (a decompressor hands out
+        smaller ones than a file)."""
+        if seen >= BLOCK:
+            return self._printable(raw)
+        end = raw.rfind(b"\n", 0, BLOCK - seen) + 1
+        if end == 0:
+            return self._printable(raw)
+        return _unemphasise(self._printable(raw[:end])) + self._printable(raw[end:])
 
     def _printable(self, raw: bytes) -> bytes:
         ascii_only = raw.isascii()
