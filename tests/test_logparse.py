@@ -98,6 +98,10 @@ def test_markdown_emphasis_around_a_line_is_removed_and_perftest_boxes_stay():
     parsed = parse_streams([("x.log", io.BytesIO(raw))])
     fields = [m.fields for r in parsed.runs for m in r.messages if m.id == "NCCL.IB_MODIFY_QP_FAILED"]
     assert fields and fields[0].get("error") == "Connection timed out"
+    # a paste whose lines end with a lone CR loses the markers too
+    lone_cr = SourceReader("x.log", io.BytesIO(raw.split(b"\n")[0] + b"\rnext line\r"))
+    assert [text for _, text in lone_cr.lines()] == [
+        "misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out", "next line"]
 
 
 def test_smart_quotes_and_prompt_side_labels():

@@ -246,6 +246,10 @@ class SourceReader:
             return self._printable(raw)
         end = raw.rfind(b"\n", 0, BLOCK - seen) + 1
         if end == 0:
+            # a lone-CR log ends its lines with CR (not the CR of a CRLF whose LF lies beyond)
+            cr = raw.rfind(b"\r", 0, BLOCK - seen)
+            end = cr + 1 if cr >= 0 and raw[cr + 1:cr + 2] != b"\n" else 0
+        if end == 0:
             return self._printable(raw)
         return _unemphasise(self._printable(raw[:end])) + self._printable(raw[end:])
 
