@@ -7,6 +7,7 @@ agent.schema.json). An answer that fails any of these is an AgentFailure, never 
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any, Dict, Optional
 
 from rdmadoctor.probe import protocol as p
@@ -134,13 +135,32 @@ class AgentSession:
             pass
 
 
+# the agent closes a connection not authenticated within 10 s (agent/server.py AUTH_DEADLINE): a connection that
+# waited longer than this for the validators is made again rather than greeted late
+FRESH_CONNECTION = 5.0
+
+
+def _build_validators() -> None:
+    jsonio.prepare("agent", "answer", *_ANSWER_PARTS)
+
+
 def connect(host: str, port: int, timeout: float, token: Optional[bytes] = None,
             source: Optional[str] = None) -> "tuple[Optional[AgentSession], Dict[str, Any]]":
-    """(session or None, the TCP outcome from probe.reach.tcp_connect)."""
+    """(session or None, the TCP outcome from probe.reach.tcp_connect).
+
+    The answer validators are built once the agent's port is open: on a slow host they take seconds of the CPU
+    that the probe's verbs child needs to start, and a dead or filtered peer's verdict waits for that child. They
+    must not fall between greeting and authenticating either, so a connection that waited for them too long is
+    made again."""
     from rdmadoctor.probe.reach import tcp_connect
-    # the agent closes a connection not authenticated within 10 s: nothing slow may run between connect and auth
-    jsonio.prepare("agent", "answer", *_ANSWER_PARTS)
     sock, outcome = tcp_connect(host, port, timeout, source=source, keep=True)
     if sock is None:
         return None, outcome
+    connected = time.monotonic()
+    _build_validators()
+    if time.monotonic() - connected > FRESH_CONNECTION:
+        sock.close()
+        sock, again = tcp_connect(host, port, timeout, source=source, keep=True)
+        if sock is None:
+            return None, again
     return AgentSession(sock, token), outcome

@@ -107,20 +107,44 @@ def test_default_bind_is_the_only_rdma_address(tmp_path):
     assert default_bind(str(tmp_path / "nothing")) == (None, [])
 
 
-def test_connect_builds_the_answer_validators_before_the_tcp_connect(monkeypatch):
-    """The agent closes a connection that has not authenticated within 10 s; the client's first validation
-    (importing jsonschema, building the validator) must not fall between connect and auth."""
+def test_a_peer_that_does_not_answer_costs_no_validators(monkeypatch):
+    """Building the answer validators takes seconds of a slow guest's CPU, which the verbs child needs to
+    start; a dead or filtered agent's port is no reason to build them (its verdict must come within 10 s)."""
     from rdmadoctor.probe import agent_client, reach
-    from rdmadoctor.runtime import jsonio
 
-    jsonio._validator.cache_clear()
-    seen = {}
+    built = []
+    monkeypatch.setattr(agent_client, "_build_validators", lambda: built.append(True))
+    monkeypatch.setattr(reach, "tcp_connect", lambda *a, **k: (None, {"state": "timeout"}))
+    session, outcome = agent_client.connect("127.0.0.1", 9, 1.0)
+    assert session is None and outcome["state"] == "timeout"
+    assert built == []
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_a_session_starts_once_the_validators_are_built_on_a_fresh_connection(monkeypatch, slow):
+    """The validators are built before the session starts; the agent closes a connection that has not
+    authenticated within 10 s, so one that waited for them too long is made again."""
+    from rdmadoctor.probe import agent_client, reach
+
+    built, sockets = [], []
 
     def tcp_connect(host, port, timeout, source=None, keep=False):
-        seen["built"] = jsonio._validator.cache_info().currsize
-        return None, {"state": "refused"}
+        ours, theirs = socket.socketpair()
+        sockets.append((ours, theirs))
+        return ours, {"state": "open", "port": port}
 
+    monkeypatch.setattr(agent_client, "_build_validators", lambda: built.append(True))
     monkeypatch.setattr(reach, "tcp_connect", tcp_connect)
-    session, outcome = agent_client.connect("127.0.0.1", 9, 1.0)
-    assert session is None and outcome["state"] == "refused"
-    assert seen["built"] >= len(agent_client._ANSWER_PARTS) + 1
+    if slow:
+        monkeypatch.setattr(agent_client, "FRESH_CONNECTION", -1.0)
+    try:
+        session, outcome = agent_client.connect("127.0.0.1", 9, 1.0)
+        assert built == [True] and outcome["state"] == "open"
+        assert len(sockets) == (2 if slow else 1)
+        assert session.sock is sockets[-1][0]
+        if slow:
+            assert sockets[0][0].fileno() == -1          # the stale connection is closed
+    finally:
+        for pair in sockets:
+            for s in pair:
+                s.close()
