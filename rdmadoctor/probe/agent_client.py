@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from rdmadoctor.probe import protocol as p
 from rdmadoctor.runtime import jsonio
@@ -136,7 +136,7 @@ class AgentSession:
 
 
 # the agent closes a connection not authenticated within 10 s (agent/server.py AUTH_DEADLINE): a connection that
-# waited longer than this for the validators is made again rather than greeted late
+# waited longer than this before its session is made again rather than greeted late
 FRESH_CONNECTION = 5.0
 
 
@@ -144,19 +144,21 @@ def _build_validators() -> None:
     jsonio.prepare("agent", "answer", *_ANSWER_PARTS)
 
 
-def connect(host: str, port: int, timeout: float, token: Optional[bytes] = None,
-            source: Optional[str] = None) -> "tuple[Optional[AgentSession], Dict[str, Any]]":
+def connect(host: str, port: int, timeout: float, token: Optional[bytes] = None, source: Optional[str] = None,
+            before_validators: Optional[Callable[[], Any]] = None) -> "tuple[Optional[AgentSession], Dict[str, Any]]":
     """(session or None, the TCP outcome from probe.reach.tcp_connect).
 
-    The answer validators are built once the agent's port is open: on a slow host they take seconds of the CPU
-    that the probe's verbs child needs to start, and a dead or filtered peer's verdict waits for that child. They
-    must not fall between greeting and authenticating either, so a connection that waited for them too long is
-    made again."""
+    The answer validators are built once the agent's port is open, after `before_validators` returns: on a slow
+    host they take seconds of the CPU that the probe's verbs child needs to start within its deadline, and a dead
+    or filtered peer's verdict waits for that child. They must not fall between greeting and authenticating
+    either, so a connection that waited too long for them is made again."""
     from rdmadoctor.probe.reach import tcp_connect
     sock, outcome = tcp_connect(host, port, timeout, source=source, keep=True)
     if sock is None:
         return None, outcome
     connected = time.monotonic()
+    if before_validators is not None:
+        before_validators()
     _build_validators()
     if time.monotonic() - connected > FRESH_CONNECTION:
         sock.close()

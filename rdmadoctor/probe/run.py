@@ -52,7 +52,7 @@ FACTS_TIMEOUT = 95.0     # the peer collects its facts (agent/server.py: 60 s bu
 LOCAL_FACTS_BUDGET = 45.0     # this host's collection while the probe runs: the command waits for the peer's
 LOCAL_COLLECTOR_TIMEOUT = 30.0  # facts anyway, so slow collectors get time to finish instead of "timed out"
 RESULT_WAIT = 5.0
-CLIENT_START = 20.0      # the agent client builds its answer validators once connected (seconds on a slow guest)
+CLIENT_START = 20.0      # the agent client builds its answer validators once connected and the verbs child is up
 ARP_TIMEOUT = 1.0
 FACTS_AFTER = DEADLINES["startup"]
 BAD_ANSWER_CODES = ("bad-answer", "unauthenticated")   # agent_client's codes for an answer not to be believed
@@ -128,8 +128,10 @@ class Probe:
             self.agent_tcp_done.set()
             self.listener_decided.set()
             return
+        # the verbs child starts first: its deadline is on a dead peer's path, the validators' build is not
         session, outcome = agent_connect(opts.peer, opts.agent_port, opts.tcp_timeout, opts.token,
-                                         source=self.source.get("address"))
+                                         source=self.source.get("address"),
+                                         before_validators=lambda: self.child_ready.wait(FACTS_AFTER))
         outcome["role"] = "agent"
         with self.lock:
             self.data["tcp"].insert(0, outcome)

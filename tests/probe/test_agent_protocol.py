@@ -122,8 +122,9 @@ def test_a_peer_that_does_not_answer_costs_no_validators(monkeypatch):
 
 @pytest.mark.parametrize("slow", [False, True])
 def test_a_session_starts_once_the_validators_are_built_on_a_fresh_connection(monkeypatch, slow):
-    """The validators are built before the session starts; the agent closes a connection that has not
-    authenticated within 10 s, so one that waited for them too long is made again."""
+    """The validators are built after what the caller waits for (the probe's verbs child starting) and before
+    the session starts; the agent closes a connection that has not authenticated within 10 s, so one that
+    waited too long is made again."""
     from rdmadoctor.probe import agent_client, reach
 
     built, sockets = [], []
@@ -138,8 +139,8 @@ def test_a_session_starts_once_the_validators_are_built_on_a_fresh_connection(mo
     if slow:
         monkeypatch.setattr(agent_client, "FRESH_CONNECTION", -1.0)
     try:
-        session, outcome = agent_client.connect("127.0.0.1", 9, 1.0)
-        assert built == [True] and outcome["state"] == "open"
+        session, outcome = agent_client.connect("127.0.0.1", 9, 1.0, before_validators=lambda: built.append("child"))
+        assert built == ["child", True] and outcome["state"] == "open"
         assert len(sockets) == (2 if slow else 1)
         assert session.sock is sockets[-1][0]
         if slow:

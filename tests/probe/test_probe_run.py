@@ -132,7 +132,7 @@ def test_a_dead_peer_costs_one_timeout_not_two(child_mode, monkeypatch):
     TCP timeout before it starts."""
     from rdmadoctor.probe import run
 
-    def silent_agent(peer, port, timeout, token, source=None):
+    def silent_agent(peer, port, timeout, token, source=None, before_validators=None):
         time.sleep(2.0)
         return None, {"port": port, "state": "timeout", "seconds": 2.0}
 
