@@ -11,7 +11,7 @@ For each (pair, scenario):
    inside the faulty host while the fault was in place.
 
 ``RDMADOCTOR_LAB_PAIRS=bookworm,mixed`` picks pairs (default all three); ``RDMADOCTOR_LAB_CHECK_PAIRS``
-the pairs where step 4 runs (default all three); ``RDMADOCTOR_LAB_FACTS=1`` runs the ``check`` hook for
+the pairs where step 4 runs (default bookworm and trixie); ``RDMADOCTOR_LAB_FACTS=1`` runs the ``check`` hook for
 every scenario of every pair, with or without an expectation.
 """
 from __future__ import annotations
@@ -32,9 +32,11 @@ ARTIFACTS = REPO / "artifacts" / "lab"
 EXPLAIN_TIMEOUT = 120
 
 CASES = [(pair, sc) for pair in pairs_from_env() for sc in for_pair(pair)]
-# check runs inside the faulty TCG guest in about 10 s: live on every pair by default (12 scenarios a pair);
-# RDMADOCTOR_LAB_CHECK_PAIRS=bookworm narrows it when the time matters more.
-CHECK_PAIRS = tuple(os.environ.get("RDMADOCTOR_LAB_CHECK_PAIRS", "bookworm,mixed,trixie").split(","))
+# check runs inside the faulty TCG guest in about 10 s (12 scenarios a pair), on the faulty host's own facts: on
+# the bookworm and trixie pairs by default, since the mixed pair's faulty hosts are a bookworm or a trixie guest
+# with the same fault (and the probe across the two releases has its own tests, test_probe.py).
+# RDMADOCTOR_LAB_CHECK_PAIRS=bookworm,mixed,trixie runs it on every pair.
+CHECK_PAIRS = tuple(os.environ.get("RDMADOCTOR_LAB_CHECK_PAIRS", "bookworm,trixie").split(","))
 
 
 def explain(paths):
