@@ -169,24 +169,6 @@ def _pdeathsig():
 
 _LIVE: "weakref.WeakSet[LabVM]" = weakref.WeakSet()
 
-GUEST_PYCACHE = "/lab/pycache"
-_BYTECODE_DIR: List[Path] = []
-
-
-def shared_bytecode_dir() -> Path:
-    """One writable host directory, for this test process, that every guest mounts as its bytecode cache: a
-    fresh guest's first `python3 -m rdmadoctor check` compiles every module and builds the rule table under
-    emulation (about 30 s of a 40 s `check`), so each release does it once per session instead of once per boot.
-    CPython checks each .pyc against its source's mtime and size and names it by interpreter (cpython-311, -313),
-    and rdmadoctor keys its cache by its files' stat and the Python version, so bookworm and trixie guests share
-    it safely."""
-    if not _BYTECODE_DIR:
-        path = Path(tempfile.mkdtemp(prefix="rdmadoctor-lab-bytecode-"))
-        path.chmod(0o755)
-        _BYTECODE_DIR.append(path)
-        atexit.register(shutil.rmtree, str(path), True)
-    return _BYTECODE_DIR[0]
-
 
 @atexit.register
 def _kill_all():
@@ -309,7 +291,6 @@ class LabVM:
         self.proc: Optional[subprocess.Popen] = None
         self.agent: Optional[AgentClient] = None
         self.boot_seconds: Optional[float] = None
-        self.pycache = "/tmp/pycache"
         self.info: Dict = {}
         self.forwards: Dict[int, int] = {}      # guest port -> host port on 127.0.0.1
         self._listeners: List[socket.socket] = []
@@ -328,7 +309,6 @@ class LabVM:
             "-device", "virtio-net-pci,netdev=n0,mac=%s" % host_mac(self.name),
             "-virtfs", "local,path=%s,mount_tag=src,security_model=none,readonly=on" % REPO,
             "-virtfs", "local,path=%s,mount_tag=site,security_model=none,readonly=on" % self.site,
-            "-virtfs", "local,path=%s,mount_tag=bytecode,security_model=none" % shared_bytecode_dir(),
             "-device", "virtio-serial",
             "-chardev", "socket,id=ctl,path=%s,server=on,wait=off" % self.ctl_path,
             "-device", "virtserialport,chardev=ctl,name=ctl",
@@ -363,7 +343,6 @@ class LabVM:
                 raise LabError("%s (%s): agent not ready after %.0f s%s" % (
                     self.name, self.release, timeout, self.console_tail()))
         self.boot_seconds = round(time.monotonic() - self._started, 1)
-        self.pycache = self._mount_bytecode()
         self.info = self._collect_info()
 
     def boot(self, timeout: float = BOOT_TIMEOUT) -> None:
@@ -583,17 +562,7 @@ class LabVM:
         conn.close()
 
     def python_env(self) -> Dict[str, str]:
-        return {"PYTHONPATH": GUEST_PYTHONPATH, "PYTHONPYCACHEPREFIX": self.pycache}
-
-    def _mount_bytecode(self) -> str:
-        """The shared directory (``shared_bytecode_dir``) mounted in the guest, with root's and the lab user's cache
-        directories in it (the rule table rdmadoctor keeps built there takes about 12 s to build under emulation);
-        /tmp/pycache, the guest's own, when the mount fails (both source shares are read-only)."""
-        result = self.run("mkdir -p {d} && mount -t 9p -o trans=virtio,version=9p2000.L bytecode {d} && "
-                          "mkdir -p {d}/root-cache && rm -rf /root/.cache && ln -s {d}/root-cache /root/.cache && "
-                          "mkdir -p {d}/{u}-cache && chown {u}: {d}/{u}-cache && rm -rf ~{u}/.cache && "
-                          "ln -s {d}/{u}-cache ~{u}/.cache".format(d=GUEST_PYCACHE, u=lab_image.LAB_USER), timeout=30)
-        return GUEST_PYCACHE if result.ok else "/tmp/pycache"
+        return {"PYTHONPATH": GUEST_PYTHONPATH, "PYTHONPYCACHEPREFIX": "/tmp/pycache"}
 
     # ---- facts -----------------------------------------------------------------------------------
     def _collect_info(self) -> Dict:
