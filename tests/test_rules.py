@@ -48,10 +48,17 @@ when = {when}
 """
 
 
+def _toml(value):
+    """A value as TOML writes it inline (JSON's strings, lists and numbers are TOML's; a table is not)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
 def _load(tmp_path, when, scope="run", **extra):
     text = RULE.replace("{when}", when).replace("{scope}", scope)
     for key, value in extra.items():
-        line = f"{key} = {json.dumps(value)}"
+        line = f"{key} = {_toml(value)}"
         text = re.sub(rf"^{key} = .*$", line, text, flags=re.M) if re.search(rf"^{key} = ", text, re.M) \
             else text + line + "\n"
     (tmp_path / "site.toml").write_text(text)
@@ -70,6 +77,7 @@ def _load(tmp_path, when, scope="run", **extra):
     ('{ message = "D05" }', {"cause": "port-dwn"}, "cause 'port-dwn' is not in the cause vocabulary"),
     ('{ message = "D05" }', {"explains": ["PT-NOPE"]}, "explains unknown rule PT-NOPE"),
     ('{ message = "D05" }', {"probe_rung": "peer-nowhere"}, "probe_rung 'peer-nowhere' is not a rung"),
+    ('{ message = "D05" }', {"cite": {"message": "D98"}}, "cite: message 'D98' is not in any catalogue"),
 ])
 def test_the_loader_refuses_unknown_names_naming_file_and_rule(tmp_path, when, extra, error):
     with pytest.raises(rule_table.RuleError) as info:
@@ -119,3 +127,21 @@ def test_a_nested_template_field_is_refused(tmp_path):
                                         .replace("t {run.num_qps}", "t {run.tool|default:the {run.side}}"))
     with pytest.raises(rule_table.RuleError, match="fields do not nest"):
         rule_table.build([rule_table.rules_dir(), tmp_path])
+
+
+def test_cite_adds_its_evidence_when_it_holds_and_never_decides(tmp_path):
+    """`cite` quotes a line that belongs to the finding when the line is there; the rule fires the same without it."""
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.logparse.streams import parse_text
+    table = _load(tmp_path, '{ message = "NCCL.IB_DEVICE_OPEN_FAILED" }',
+                  cite={"message": "NCCL.IBV_CALL_FAILED", "fields": {"function": "ibv_open_device"}})
+    wrapper = "node1:1234:1234 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed\n"
+    scan = "node1:1234:1234 [0] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device mlx5_2\n"
+    other = "node1:1234:1234 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_reg_mr failed\n"
+    quoted = {}
+    for name, text in (("with", wrapper + scan), ("without", scan), ("another call", other + scan)):
+        found = [f for f in diagnose.explain(parse_text(text), table=table).findings if f.rule == "X-1"]
+        assert len(found) == 1, name
+        quoted[name] = [e.text for e in found[0].evidence]
+    assert any("ibv_open_device" in t for t in quoted["with"]) and len(quoted["with"]) == 2
+    assert len(quoted["without"]) == 1 and len(quoted["another call"]) == 1

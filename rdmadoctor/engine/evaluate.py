@@ -302,6 +302,13 @@ def _default_key(scope: Scope) -> str:
     return "|".join(parts) or "input"
 
 
+def _cite(cond: Dict[str, Any], scope: conditions.Scope) -> None:
+    """A rule's `cite`: its evidence joins the finding's when it holds; it binds no name and decides nothing."""
+    trial = scope.fork()
+    if conditions.holds(cond, trial):
+        scope.evidence.extend(trial.evidence)
+
+
 def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
     rules = list(table if table is not None else rule_table.load())
     found: Dict[Tuple[str, Optional[str]], Finding] = {}
@@ -315,6 +322,8 @@ def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule
                 continue
             for scope in scopes_for(rule, runs, ctx, prepared):
                 if conditions.holds(rule.when, scope):
+                    if rule.cite is not None:
+                        _cite(rule.cite, scope)
                     finding = make_finding(rule, scope, ctx)
                     found.setdefault((rule.id, finding.key), finding)
     ctx.pop("cited", None)

@@ -58,6 +58,8 @@ class _Checker:
         item = self.each(rule, bench)
         self.condition(rule, rule.when, item, bench, "when")
         ids = self.message_ids(rule.when)
+        if rule.cite is not None:
+            self.condition(rule, rule.cite, item, bench, "cite")
         for name, text in self.texts(rule):
             self.template(rule, text, name, item, bench, ids)
         if rule.fix_command:

@@ -35,7 +35,7 @@ TRANSLATED = ("title", "why", "fix", "next_steps")
 _REQUIRED = ("id", "cause", "severity", "title", "scope", "when", "why")
 _ALLOWED = set(_REQUIRED) | {"fix", "confidence", "kind", "explains", "candidates", "next_steps", "refs", "rung",
                              "probe_rung", "producer", "key", "fix_command", "each", "doc", "priority", "fallback",
-                             "case", "paste",
+                             "case", "paste", "cite",
                              *LANGUAGES}
 SNIPPETS_FILE = "_snippets.toml"
 
@@ -70,6 +70,7 @@ class Rule:
     priority: int = 0                 # breaks ties between equally ranked causes: higher first
     fallback: bool = False            # tried last, on the messages no other finding cites
     paste: bool = False               # a facts rule for the facts a pasted log shows (explain), not check's
+    cite: Optional[Dict[str, Any]] = None   # a condition that only adds evidence: cited when it holds, never required
     case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
     zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
     file: str = field(default="", compare=False)
