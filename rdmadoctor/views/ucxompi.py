@@ -12,6 +12,8 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
   ucx_env_typos              names in "unused environment variable" warnings that UCX never reads (misspelt)
   ucx_selection_typo         such a name whose closest real name chooses devices, transports, GIDs, timeouts
   ucx_tls_without_network    UCX_TLS as shown lists no transport that reaches another host
+  ucx_tls_without_gpu        UCX_TLS as shown lists no GPU transport (cuda_*, rocm_*, ze_*): UCX then opens no GPU
+                             memory domain and takes GPU memory for host memory
   ompi_btl_without_network   OMPI_MCA_btl as shown lists no BTL that reaches another host
   container_without_ipc_lock a docker/podman/nerdctl run line in the paste grants neither IPC_LOCK, nor
                              --privileged, nor an unlimited memlock ulimit
@@ -43,6 +45,9 @@ _SETTINGS_FILE = Path(__file__).resolve().parent.parent / "knowledge" / "ucx_set
 # (sm, posix, sysv, cma, knem, xpmem, self, cuda_copy, cuda_ipc, rocm_*, gdr_copy, ze_*).
 UCX_NETWORK_TLS = frozenset("""all ib rc rc_v rc_x rc_verbs rc_mlx5 dc dc_x dc_mlx5 ud ud_v ud_x ud_verbs ud_mlx5 tcp
     srd rc_gda gga gga_mlx5 ugni ugni_rdma ugni_smsg ugni_udt mm_ib""".split())
+# UCX_TLS names that select a GPU memory domain's transports (and "all"): without one, UCX closes the GPU memory
+# domains and reports GPU memory as host memory (ucp_mem_query(): UCS_MEMORY_TYPE_HOST)
+_UCX_GPU_TLS = re.compile(r"^(?:all|cuda|rocm|ze|gdr_copy|(?:cuda|rocm|ze)_\w+)$")
 # Open MPI BTLs that reach another host (the others: self, vader, sm, smcuda)
 OMPI_NETWORK_BTLS = frozenset("tcp openib uct usnic ofi ugni portals4 sctp mx".split())
 
@@ -348,6 +353,15 @@ def ucx_tls_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return {"line": shown.line, "value": shown.value}
 
 
+def ucx_tls_without_gpu(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_TLS lists transports and none of them a GPU's: UCX opens no GPU memory domain."""
+    shown, values = _list_setting(run, "UCX_TLS")
+    if shown is None or not values or values[0].startswith("^") or any(_UCX_GPU_TLS.match(v.lstrip("\\"))
+                                                                         for v in values):
+        return None
+    return {"line": shown.line, "value": shown.value}
+
+
 def ompi_btl_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """OMPI_MCA_btl (--mca btl / -mca btl / OMPI_MCA_btl=) lists only on-node BTLs (self, vader, sm, smcuda)."""
     shown, values = _list_setting(run, "OMPI_MCA_btl")
@@ -424,7 +438,7 @@ def ompi_help_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
-                            ucx_tls_without_network, ucx_timeout_both_hosts, ucx_gid_index_set,
+                            ucx_tls_without_network, ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
                             ucx_perftest_test_differs,
                             ompi_btl_without_network, container_without_ipc_lock, pasted_memlock_limit,
                             verbs_provider_missing, ompi_help_hosts)
@@ -439,6 +453,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_env_typos": ("line", "names", "text", "suggestion"),
     "ucx_selection_typo": ("line", "names", "text", "suggestion"),
     "ucx_tls_without_network": ("line", "value"),
+    "ucx_tls_without_gpu": ("line", "value"),
     "ompi_btl_without_network": ("line", "value"),
     "container_without_ipc_lock": ("line", "command"),
     "pasted_memlock_limit": ("line", "kb"),
