@@ -344,30 +344,27 @@ def _list_setting(run: Run, name: str):
     return shown, [v.strip().lower() for v in re.split(r"[,\s]+", shown.value.strip("'\"")) if v.strip()]
 
 
-def ucx_tls_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
-    """UCX_TLS lists only intra-node transports: no transport can reach another host."""
-    shown, values = _list_setting(run, "UCX_TLS")
-    if shown is None or not values or values[0].startswith("^") or any(v.lstrip("^\\") in UCX_NETWORK_TLS
-                                                                         for v in values):
+def _allow_list_without(run: Run, name: str, wanted: Callable[[str], bool]) -> Optional[Dict[str, Any]]:
+    """The setting as shown, when it is an allow-list (not a "^..." exclusion) and names nothing `wanted`."""
+    shown, values = _list_setting(run, name)
+    if shown is None or not values or values[0].startswith("^") or any(wanted(v) for v in values):
         return None
     return {"line": shown.line, "value": shown.value}
+
+
+def ucx_tls_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_TLS lists only intra-node transports: no transport can reach another host."""
+    return _allow_list_without(run, "UCX_TLS", lambda v: v.lstrip("^\\") in UCX_NETWORK_TLS)
 
 
 def ucx_tls_without_gpu(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """UCX_TLS lists transports and none of them a GPU's: UCX opens no GPU memory domain."""
-    shown, values = _list_setting(run, "UCX_TLS")
-    if shown is None or not values or values[0].startswith("^") or any(_UCX_GPU_TLS.match(v.lstrip("\\"))
-                                                                         for v in values):
-        return None
-    return {"line": shown.line, "value": shown.value}
+    return _allow_list_without(run, "UCX_TLS", lambda v: _UCX_GPU_TLS.match(v.lstrip("\\")) is not None)
 
 
 def ompi_btl_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """OMPI_MCA_btl (--mca btl / -mca btl / OMPI_MCA_btl=) lists only on-node BTLs (self, vader, sm, smcuda)."""
-    shown, values = _list_setting(run, "OMPI_MCA_btl")
-    if shown is None or not values or values[0].startswith("^") or any(v in OMPI_NETWORK_BTLS for v in values):
-        return None
-    return {"line": shown.line, "value": shown.value}
+    return _allow_list_without(run, "OMPI_MCA_btl", OMPI_NETWORK_BTLS.__contains__)
 
 
 # -- what else the paste shows ------------------------------------------------------------------------------
