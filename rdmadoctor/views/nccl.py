@@ -226,6 +226,22 @@ def nccl_on_roce(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return None
 
 
+# drivers of devices that run iWARP: only iWARP (i40iw, cxgb4, siw), iWARP by default or by choice (irdma on E810 and
+# X722, qedr), and rdma-core's udev name of any iWARP device ("iwp..."); NCCL calls each port of theirs "RoCE", the link
+# layer being Ethernet
+_IWARP_CAPABLE = re.compile(r"\](?P<device>(?:irdma|i40iw|iwp|i?w?_?cxgb4|siw|qedr)[\w.-]*):\d+")
+
+
+def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run's NCCL uses a device whose driver runs iWARP (irdma, i40iw, cxgb4, siw, qedr, or an "iwp..." name)."""
+    for m in _nccl_messages(run):
+        if m.id == "NCCL.IB_USING":
+            found = _IWARP_CAPABLE.search(m.fields.get("devices") or "")
+            if found:
+                return _at(m, device=found.group("device"))
+    return None
+
+
 def nccl_on_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The run's NCCL uses InfiniBand ports only (no RoCE port shown)."""
     layers = list(_link_layers(run))
@@ -442,6 +458,7 @@ def nccl_verbs_driver_warning(run: Run, ctx) -> Optional[Dict[str, Any]]:
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (nccl_release, nccl_release_high, nccl_release_low, nccl_default_gid_index_zero,
                             nccl_ignores_nvidia_peermem, nccl_detects_nvidia_peermem, nccl_on_roce, nccl_on_ib,
+                            nccl_iwarp_capable_device,
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
                             nccl_gdr_disabled, nccl_oob_last_resort, nccl_memlock_clue, nccl_verbs_driver_warning)
 }
@@ -453,6 +470,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_detects_nvidia_peermem": ("line", "release"),
     "nccl_on_roce": ("line",),
     "nccl_on_ib": ("line",),
+    "nccl_iwarp_capable_device": ("line", "device"),
     "nccl_link_local_gid": ("line", "gid", "which"),
     "nccl_gid_shown": ("line", "gid", "family"),
     "nccl_mtu_differs": ("line", "mtus"),
