@@ -21,6 +21,8 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   cmatose_stalled_at  where a ucmatose run that printed no error and no completion stopped: "connect" (starting
                       server / connecting: no connection was established) or "data" (connected, then a data
                       transfer step never completed)
+  devices_listed_none an ibv_devices run whose table ends under its header and its dashes: libibverbs listed no
+                      device (a paste cut before the dashes says nothing)
 """
 from __future__ import annotations
 
@@ -243,12 +245,33 @@ def cmatose_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     return "connect" if step in _CMATOSE_CONNECT else "data"
 
 
+# ibv_devices' table (rdma-core libibverbs/examples/device_list.c): "    %-16s\t   node GUID", "    %-16s\t----------------",
+# then "    %-16s\t%016llx" for each device
+_DEVICES_DASHES = re.compile(r"^\s*-{3,}\s+-{3,}\s*$")
+_DEVICES_ROW = re.compile(r"^\s*[A-Za-z][\w.-]*\s+[0-9a-fA-F]{16}\s*$")
+
+
+def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    header = next((m for m in run.messages if m.id == "VERBS.DEVICES_HEADER"), None)
+    if header is None:
+        return None
+    dashes = bysource.line_text(ctx, run.source, header.line + 1)
+    if dashes is None or not _DEVICES_DASHES.match(dashes):
+        return None
+    following = bysource.line_text(ctx, run.source, header.line + 2)
+    if following is not None and _DEVICES_ROW.match(following):
+        return None
+    return {"line": header.line + 1, "quote": dashes.strip()}
+
+
 FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
                                     pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
-                                    device_opened_elsewhere, rping_stalled, cmatose_step, cmatose_stalled_at)}
+                                    device_opened_elsewhere, rping_stalled, cmatose_step, cmatose_stalled_at,
+                                    devices_listed_none)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
              "pingpong_gid_elsewhere": ("index", "gid", "line", "source", "quote"),
-             "device_opened_elsewhere": ("device", "line", "source", "quote")}
+             "device_opened_elsewhere": ("device", "line", "source", "quote"),
+             "devices_listed_none": ("line", "quote")}
 
 features.FEATURES.update(FEATURES)
 features.FIELDS_OF.update(FIELDS_OF)
