@@ -15,20 +15,11 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-import sys
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from rdmadoctor.model import Message, Run
 from rdmadoctor.views import bysource
-
-WC_STATUS = Path(__file__).resolve().parent.parent / "knowledge" / "wc_status.toml"
+from rdmadoctor.views.completions import statuses
 NEWEST = 99_99_99            # an open upper bound: "this release or any later one"
 
 # Releases as NCCL numbers them (NCCL_VERSION_CODE of 2.9 and later): major*10000 + minor*100 + patch.
@@ -325,12 +316,6 @@ def nccl_mtu_differs(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 # -- completions ---------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def _wc_names() -> Dict[int, str]:
-    with open(WC_STATUS, "rb") as f:
-        return {s["number"]: s["name"] for s in tomllib.load(f).get("status", [])}
-
-
 def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The run's first failed completion that is not a flush (status 5 only follows another error), else its
     first: status, name, vendor_err, peer, gid, remote_gid, device, line."""
@@ -340,7 +325,7 @@ def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
     first = next((m for m in errors if int(m.fields["status"]) != 5), errors[0])
     status = int(first.fields["status"])
     info = {k: first.fields.get(k) for k in ("vendor_err", "peer", "gid", "remote_gid", "device")}
-    name = first.fields.get("status_name") or _wc_names().get(status, f"status {status}")
+    name = first.fields.get("status_name") or (statuses().get(status) or {}).get("name", f"status {status}")
     info.update({"status": status, "name": name,
                  "line": first.line, "source": first.source, "quote": first.text, "count": len(errors)})
     return info
@@ -393,6 +378,22 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 
 _CONNECT_FAILURES = ("NCCL.SOCKET_CONNECT_FAILED", "NCCL.SOCKET_CONNECT_POLL_FAILED")
+
+# an interface of NCCL's list ("[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>") whose address is IPv6
+# link-local: it reaches only the hosts of that one link (a container's veth, a tunnel)
+_LINK_LOCAL = re.compile(
+    r"(?:\[\d+\]|Using\s+)(?P<netdev>[\w.@-]+):(?P<address>fe[89ab][0-9a-f]:[0-9a-f:]*)(?:%[\w.@-]+)?<", re.IGNORECASE)
+
+
+def nccl_oob_link_local(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """NCCL's bootstrap or socket transport lists an interface whose address is IPv6 link-local (fe80::/10):
+    NCCL connects other hosts' ranks to it, and it reaches only the hosts on that link."""
+    for m in _nccl_messages(run):
+        if m.id in ("NCCL.BOOTSTRAP_USING", "NCCL.SOCKET_USING"):
+            found = _LINK_LOCAL.search(m.text)
+            if found:
+                return _at(m, netdev=found.group("netdev"), address=found.group("address"))
+    return None
 
 
 def _host(address: Optional[str]) -> str:
@@ -460,7 +461,8 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
                             nccl_ignores_nvidia_peermem, nccl_detects_nvidia_peermem, nccl_on_roce, nccl_on_ib,
                             nccl_iwarp_capable_device,
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
-                            nccl_gdr_disabled, nccl_oob_last_resort, nccl_memlock_clue, nccl_verbs_driver_warning)
+                            nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_memlock_clue,
+                            nccl_verbs_driver_warning)
 }
 
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
@@ -476,6 +478,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_mtu_differs": ("line", "mtus"),
     "nccl_completion": ("status", "name", "vendor_err", "peer", "gid", "remote_gid", "device", "line", "count"),
     "nccl_gdr_in_use": ("line",),
+    "nccl_oob_link_local": ("line", "netdev", "address"),
     "nccl_gdr_disabled": ("line", "device"),
     "nccl_oob_last_resort": ("line", "netdev", "address"),
     "nccl_memlock_clue": ("line", "limit"),
