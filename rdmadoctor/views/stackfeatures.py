@@ -248,7 +248,8 @@ def cmatose_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
 # ibv_devices' table (rdma-core libibverbs/examples/device_list.c): "    %-16s\t   node GUID",
 # "    %-16s\t----------------", then "    %-16s\t%016llx" for each device
 _DEVICES_DASHES = re.compile(r"^\s*-{3,}\s+-{3,}\s*$")
-_DEVICES_ROW = re.compile(r"^\s*[A-Za-z][\w.-]*\s+[0-9a-fA-F]{16}\s*$")
+# (a row may carry what its paster wrote after it: "cxgb3_0   00074306cd6f0000  <-- Chelsio")
+_DEVICES_ROW = re.compile(r"^\s*[A-Za-z][\w.-]*\s+[0-9a-fA-F]{16}\b")
 
 
 def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
