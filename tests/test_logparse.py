@@ -104,6 +104,23 @@ def test_markdown_emphasis_around_a_line_is_removed_and_perftest_boxes_stay():
         "misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out", "next line"]
 
 
+def test_markdown_bold_inside_a_line_is_removed_and_code_and_runner_stars_stay():
+    # ofiwg/libfabric#7368: a maintainer bolded the part of a kernel line that mattered
+    raw = (b"[1899678.679848] mlx5_core 0000:5e:00.0: mlx5_cmd_check:824:(pid 46096): CREATE_QP(0x500) op_mod(0x0) "
+           b"failed, **status limits exceeded(0x8),** syndrome (0x19c6d6)\n"
+           b"    engine_core = EngineCoreProc(*args, **kwargs)\n"
+           b"80/98 Test #80: test_spgmr .....***Failed    0.50 sec\n")
+    reader = SourceReader("x.log", io.BytesIO(raw))
+    assert [text for _, text in reader.lines()] == [
+        "[1899678.679848] mlx5_core 0000:5e:00.0: mlx5_cmd_check:824:(pid 46096): CREATE_QP(0x500) op_mod(0x0) "
+        "failed, status limits exceeded(0x8), syndrome (0x19c6d6)",
+        "    engine_core = EngineCoreProc(*args, **kwargs)",
+        "80/98 Test #80: test_spgmr .....***Failed    0.50 sec"]
+    parsed = parse_streams([("x.log", io.BytesIO(raw))])
+    assert [m.fields.get("cmd_status_name") for r in parsed.runs for m in r.messages if m.id == "KERNEL.MLX5_CMD_FAILED"] \
+        == ["limits exceeded"]
+
+
 def test_smart_quotes_and_prompt_side_labels():
     paste = ("server$ ib_write_bw --ib-dev=mlx5_1\n"
              "client$ ib_write_bw --ib-dev=mlx5_0 192.168.100.1 --qp=10\n"

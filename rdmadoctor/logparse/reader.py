@@ -43,11 +43,17 @@ _ASCII = bytes(range(128))
 # costs a job log's later blocks nothing.
 _EMPHASIS_BYTES = re.compile(rb"(?m)^([ \t]*)(\*\*|\*|__|_|`)(?=[^\s*_`])([^\n]*?[^\s*_`])\2[ \t]*$")
 _EMPHASIS_ENDS = (b"_\n", b"*\n", b"`\n", b"_ \n", b"* \n", b"` \n")
+# Bold inside a line ("failed, **status limits exceeded(0x8),** syndrome"): a pair of `**` that opens after a blank
+# or a bracket and closes before one or a punctuation mark, with no `*` between; a C signature's `**kwargs` and a
+# test runner's `.....***Failed` have no such pair.
+_BOLD_BYTES = re.compile(rb"(?m)(^|[ \t(\[])\*\*(?=[^\s*])([^*\n]*?[^\s*])\*\*(?=[ \t,.;:)\]]|$)")
 
 
 def _unemphasise(raw: bytes) -> bytes:
     if any(end in raw for end in _EMPHASIS_ENDS) or raw.endswith((b"_", b"*", b"`")):
-        return _EMPHASIS_BYTES.sub(rb"\1\3", raw)
+        raw = _EMPHASIS_BYTES.sub(rb"\1\3", raw)
+    if b"**" in raw:
+        raw = _BOLD_BYTES.sub(rb"\1\2", raw)
     return raw
 
 
