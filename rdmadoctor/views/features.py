@@ -71,6 +71,8 @@ def stalled_at(run: Run, ctx) -> Optional[str]:
     if run.test_name or run.header:
         return "header"
     if run.banner_line:
+        if any(m.id == "R14" and m.line > run.banner_line for m in run.messages):
+            return "gpu-setup"        # a server sets up its GPU buffer after a client connected
         return "waiting"              # the server's banner: nobody connected
     if run.command:
         return "command"

@@ -27,6 +27,11 @@ def test_stalled_at_names_the_last_thing_printed():
     waiting = run("ib_write_bw")
     waiting.banner_line = 3
     assert features.stalled_at(waiting, {}) == "waiting"
+    # a --use_cuda server sets up its GPU only after a client connected (ctx_init() follows establish_connection())
+    waiting.messages = [Message("R14", "notice", "initializing CUDA", 4, "t.log", {})]
+    assert features.stalled_at(waiting, {}) == "gpu-setup"
+    waiting.messages = [Message("R14", "notice", "initializing CUDA", 2, "t.log", {})]
+    assert features.stalled_at(waiting, {}) == "waiting"
     header = run("ib_write_bw", header={"num_qps": "1"})
     assert features.stalled_at(header, {}) == "header"
     header.addresses = [Address("local", 20)]

@@ -67,20 +67,20 @@ def test_an_rping_client_stopped_before_any_ping_stalled():
 
 
 def test_gpu_memory_reads_the_set_up_lines_down_to_the_run_before():
-    """perftest's CUDA/ROCm set-up lines (src/cuda_memory.c, src/rocm_memory.c) are no messages: a run takes the first
-    one after the end of the run before it, and the first match within a line."""
+    """perftest's ROCm set-up lines (src/rocm_memory.c) are no messages: a run takes the first one after the end of
+    the run before it, and the first match within a line. Its CUDA ones are messages (R14) of the run they follow."""
     text = ("$ ib_write_bw -d mlx5_0 192.0.2.1\n Couldn't connect to 192.0.2.1:18515\n"
-            "initializing CUDA\nUsing ROCm Device with ID: 0, Name: gfx90a, PCI Bus ID: 0x29, GCN Arch: gfx90a\n"
+            "Using ROCm Device with ID: 0, Name: gfx90a, PCI Bus ID: 0x29, GCN Arch: gfx90a\n"
             "$ ib_write_bw -d mlx5_0 192.0.2.1\nCouldn't allocate MR with error=14\nfailed to create mr\n"
             "creating CUDA Ctx\n$ ib_read_bw -d mlx5_0 192.0.2.1\n"
             "hipMalloc of 65536 bytes, then initializing CUDA\n Couldn't connect to 192.0.2.1:18515\n"
-            "$ ib_send_bw -d mlx5_0 192.0.2.1\n Couldn't connect to 192.0.2.1:18515\nPicking GPU number 1\n")
+            "$ ib_send_bw -d mlx5_0 192.0.2.1\n Couldn't connect to 192.0.2.1:18515\n")
     parsed = parse_text(text)
     ctx = {"runs": parsed.runs, "sources": parsed.sources}
-    assert [(r.first_line, r.last_line) for r in parsed.runs] == [(1, 2), (5, 8), (9, 11), (12, 13)]
+    assert [(r.first_line, r.last_line) for r in parsed.runs] == [(1, 2), (4, 7), (8, 10), (11, 12)]
     assert [features.feature(r, "gpu_memory", ctx) for r in parsed.runs] == [
-        None, {"kind": "cuda", "how": "initializing CUDA", "line": 3},
-        {"kind": "rocm", "how": "hipMalloc", "line": 10}, None]
+        None, {"kind": "rocm", "how": "Using ROCm Device", "line": 3},
+        {"kind": "rocm", "how": "hipMalloc", "line": 9}, None]
 
 
 def test_gpu_memory_words_match_in_any_case_and_are_quoted_as_printed():
