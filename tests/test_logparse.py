@@ -117,8 +117,9 @@ def test_markdown_bold_inside_a_line_is_removed_and_code_and_runner_stars_stay()
         "    engine_core = EngineCoreProc(*args, **kwargs)",
         "80/98 Test #80: test_spgmr .....***Failed    0.50 sec"]
     parsed = parse_streams([("x.log", io.BytesIO(raw))])
-    assert [m.fields.get("cmd_status_name") for r in parsed.runs for m in r.messages if m.id == "KERNEL.MLX5_CMD_FAILED"] \
-        == ["limits exceeded"]
+    statuses = [m.fields.get("cmd_status_name") for r in parsed.runs for m in r.messages
+                if m.id == "KERNEL.MLX5_CMD_FAILED"]
+    assert statuses == ["limits exceeded"]
 
 
 def test_smart_quotes_and_prompt_side_labels():
