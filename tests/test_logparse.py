@@ -870,3 +870,78 @@ def test_ucx_infos_failed_interface_is_ucxs_line_not_perftests_failed_to_open():
     assert [r.producer for r in runs] == ["ucx"]
     assert [(m.id, m.fields.get("function")) for m in runs[0].messages] == [
         ("UCX.IB_QUEUE_CREATE_FAILED", "mlx5dv_create_qp"), ("UCX.INFO_IFACE_OPEN_FAILED", None)]
+
+
+@pytest.mark.parametrize("row,fields", [
+    # mlnx-tools sbin/show_gids: VER and DEV from sysfs gid_attrs, both given
+    ("mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:c000:020a\t192.0.2.10  \tv2\tens1f0np0",
+     {"gid_index": "3", "ipv4": "192.0.2.10", "roce_version": "v2", "netdev": "ens1f0np0"}),
+    ("mlx5_0\t1\t0\tfe80:0000:0000:0000:0e42:a1ff:fea1:b2c3\t\t\tv1\tens1f0np0",
+     {"gid_index": "0", "roce_version": "v1", "netdev": "ens1f0np0"}),
+    # neither given (pytorch/gloo#147's qedr port, the empty columns' tabs cut by the paste)
+    ("qedr0\t1\t0\tfe80:0000:0000:0000:020e:1eff:fed7:a021", {"gid_index": "0", "roce_version": None, "netdev": None}),
+    ("qedr0\t1\t1\t0000:0000:0000:0000:0000:ffff:c0a8:0a64\t192.168.10.100\t\t",
+     {"gid_index": "1", "ipv4": "192.168.10.100", "roce_version": None, "netdev": None}),
+    # an InfiniBand port: a type, no netdev
+    ("mlx5_2\t1\t0\tfe80:0000:0000:0000:0c42:a103:00f1:2345\t\t\tv1\t", {"roce_version": "v1", "netdev": None}),
+])
+def test_show_gids_rows_with_and_without_their_ver_and_dev_values(row, fields):
+    messages = [m for r in parse_text(row + "\n").runs for m in r.messages]
+    assert [m.id for m in messages] == ["VERBS.SHOW_GIDS_ROW"]
+    assert {k: messages[0].fields.get(k) for k in fields} == fields
+
+
+def test_a_show_gids_table_without_ver_values_shows_a_roce_port_with_a_link_local_index_0():
+    from rdmadoctor.logparse.pasted import facts_of
+    text = (FIXTURES / "real" / "gloo-gloo-147-roce-default-gid-index-0" / "paste.log").read_text()
+    parsed = parse_text(text)
+    facts = facts_of(parsed.runs, [r.source for r in parsed.runs])
+    port = facts["sections"]["devices"]["data"]["devices"][0]["ports"][0]
+    assert port["link_layer"] == "Ethernet"
+    assert [(g["index"], g["gid"], g["type"]) for g in port["gids"]] == [
+        (0, "fe80::20e:1eff:fed7:a021", None), (1, "::ffff:192.168.10.100", None)]
+
+
+@pytest.mark.parametrize("line", [
+    "wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error",
+    "2018-11-01 10:00:00 [rank 1] wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error",
+    "  what():  [enforce fail at /root/gloo/gloo/transport/ibverbs/pair.cc:438] wc->status == IBV_WC_SUCCESS. 5 vs 0. "
+    "Send for slot 0: Work Request Flushed Error",
+    "gloo/transport/ibverbs/pair.cc:438] wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed "
+    "Error",
+    # a Markdown paste outside a code block, its underscores escaped
+    "wc->status == IBV\\_WC\\_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error",
+])
+def test_gloos_completion_line_is_gloos_however_it_was_pasted(line):
+    runs = parse_text(line + "\n").runs
+    assert [(r.producer, m.id, m.fields.get("status"), m.fields.get("status_name")) for r in runs
+            for m in r.messages] == [("gloo", "GLOO.WC_ERROR", "5", "Work Request Flushed Error")]
+
+
+def test_an_applications_own_completion_status_stays_rdma_cores_status_text():
+    runs = parse_text("wc->status = 5 (Work Request Flushed Error)\n").runs
+    assert [(r.producer, m.id) for r in runs for m in r.messages] == [("verbs", "VERBS.WC_STATUS_TEXT")]
+
+
+def test_gloo_and_pytorch_gloo_settings_are_read():
+    text = ("$ export GLOO_DEVICE_TRANSPORT=IBVERBS GLOO_SOCKET_IFNAME=ens1f0np0\n"
+            "$ TORCH_GLOO_IBV_NAME=mlx5_0 TORCH_GLOO_IBV_INDEX=3 torchrun --nproc-per-node 8 train.py\n"
+            "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/ibverbs/device.cc:116] Unable to find device "
+            "named: ens1f0np0\n")
+    run, = parse_text(text).runs
+    assert {k: v.value for k, v in run.settings.items()} == {
+        "GLOO_DEVICE_TRANSPORT": "IBVERBS", "GLOO_SOCKET_IFNAME": "ens1f0np0", "TORCH_GLOO_IBV_NAME": "mlx5_0",
+        "TORCH_GLOO_IBV_INDEX": "3"}
+
+
+@pytest.mark.parametrize("line,tool,side,options", [
+    ("$ rdma_xclient -s 192.168.77.1 -c x", "rdma_xclient", "client", {"-s": "192.168.77.1", "-c": "x"}),
+    ("./rdma_xserver -c x -p 7471", "rdma_xserver", "server", {"-c": "x", "-p": "7471"}),
+    ("rdma_xclient -s node2", "rdma_xclient", "client", {"-s": "node2"}),
+])
+def test_librdmacms_xrc_examples_command_lines_are_read(line, tool, side, options):
+    from rdmadoctor.logparse.producers import parse_command as parse_tool_command
+    parsed = parse_tool_command(line)
+    assert (parsed[0], parsed[3]) == (tool, options)
+    run = parse_text(f"{line}\n{tool}: start\n").runs[0]
+    assert (run.tool, run.side, run.command.options) == (tool, side, options)

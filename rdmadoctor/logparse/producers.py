@@ -44,6 +44,9 @@ TOOLS: Dict[str, Tool] = {
        for name in ("ucmatose", "udaddy", "mckey")},
     "rdma_server": Tool("verbs", frozenset("-p -s".split()), side="server"),
     "rdma_client": Tool("verbs", frozenset("-p -s".split()), side="client"),
+    # librdmacm's XRC examples (getopt "s:p:c:" and "p:c:"): -c names the QP type, r (RC, the default) or x (XRC)
+    "rdma_xserver": Tool("verbs", frozenset("-p -c".split()), side="server"),
+    "rdma_xclient": Tool("verbs", frozenset("-s -p -c".split()), side="client"),
     **{name: Tool("verbs", frozenset("-s -b -B -I -C -S -p -T".split()), side="cmatose")
        for name in ("rstream", "riostream")},
     "ucx_perftest": Tool("ucx", _UCX),
@@ -74,9 +77,10 @@ _QUOTED = re.compile(r".*(?P<quote>['\"`])")
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?(?:%\w+)?)$")
 
 # Environment variables that configure the RDMA stack and the libraries on it.
+# (Gloo's: GLOO_DEVICE_TRANSPORT, GLOO_SOCKET_IFNAME; PyTorch's ibverbs device: TORCH_GLOO_IBV_NAME, _INDEX)
 SETTING_PREFIXES = ("NCCL_", "UCX_", "FI_", "OMPI_MCA_", "PMIX_MCA_", "UCC_", "MLX5_", "RDMAV_", "IBV_", "HCOLL_",
-                    "PSM3_", "PSM2_", "I_MPI_", "MPICH_", "NVSHMEM_", "TORCH_NCCL_", "CUDA_VISIBLE_DEVICES",
-                    "RDMADOCTOR_")
+                    "PSM3_", "PSM2_", "I_MPI_", "MPICH_", "NVSHMEM_", "TORCH_NCCL_", "GLOO_", "TORCH_GLOO_",
+                    "CUDA_VISIBLE_DEVICES", "RDMADOCTOR_")
 # Open MPI's parameter names are lower case (OMPI_MCA_btl_tcp_if_include=eth0)
 _SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) + r")[A-Za-z0-9_]*)="
                          r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s;|&]*)")
