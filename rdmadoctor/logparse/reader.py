@@ -14,6 +14,7 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import BinaryIO, Iterator, List, NamedTuple, Optional, Tuple, Union
 
+from rdmadoctor.logparse import decorations
 from rdmadoctor.model import KeptLines, SourceText
 
 BLOCK = 1 << 20                 # bytes read at a time
@@ -35,6 +36,13 @@ _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 # being decoded: a UTF-8 sequence never matches inside another character's)
 _CLEAN_UTF8 = tuple((chr(c).encode(), r.encode()) for c, r in _CLEAN.items() if c > 127)
 _ASCII = bytes(range(128))
+# A log copied from an HTML page's source, or escaped by a tool that put it into HTML or XML, holds the entities of
+# the characters programs print; they are read as those characters (`&nbsp;` as a plain blank, as _CLEAN does).
+_ENTITIES = {b"lt": b"<", b"gt": b">", b"amp": b"&", b"quot": b'"', b"apos": b"'", b"nbsp": b" ", b"#39": b"'",
+             b"#x27": b"'", b"#34": b'"', b"#x22": b'"', b"#60": b"<", b"#62": b">", b"#38": b"&", b"#160": b" ",
+             b"#xa0": b" ", b"#xA0": b" "}
+_ENTITY_BYTES = re.compile(rb"&(" + b"|".join(map(re.escape, _ENTITIES)) + rb");")
+_UNDECIDED = re.compile(b"")        # an input whose decorations (logparse/decorations.py) are not looked for yet
 # A line a chat or an issue wrapped in Markdown emphasis (`_..._`, `*...*`, `__...__`, `**...**`) or in inline code
 # (a backtick at each end) loses its markers, which would otherwise end up in a message's last field ("Connection
 # timed out_"). The marker must touch text on both sides, so perftest's boxes (`****`, ` * Waiting for client to
@@ -121,6 +129,7 @@ class SourceReader:
         self.budget = budget if budget is not None else KeepBudget()
         self._kept_chars = 0
         self._keeping = True
+        self._decoration: Optional["re.Pattern[bytes]"] = _UNDECIDED
 
     def let_go(self) -> None:
         """Nothing will cite this input's lines (every run it printed was let go): give their room back to the
@@ -136,9 +145,11 @@ class SourceReader:
         number = 0                   # the last line number handed out (complete or not)
         open_line = False            # the last event was a piece of a line not finished yet
         seen = 0                     # the input's bytes before this block
+        continued = False            # the block starts inside a line (one longer than a block)
         for raw, final in self._blocks():
-            data = self._clean(raw, seen)
+            data = self._clean(raw, seen, continued)
             seen += len(raw)
+            continued = not raw.endswith((b"\n", b"\r"))
             if final and not data.endswith(b"\n"):
                 data += b"\n"           # the input's last line, without its newline
             if not data:
@@ -244,22 +255,39 @@ class SourceReader:
             self._keeping = False
 
     # -- cleaning ----------------------------------------------------------------------------------------------
-    def _clean(self, raw: bytes, seen: int) -> bytes:
-        """The block as printable text; `seen`: the input's bytes before it. Markdown is looked for in the lines that
-        end within the input's first BLOCK bytes, however the input comes in blocks (a decompressor hands out
-        smaller ones than a file)."""
+    def _clean(self, raw: bytes, seen: int, continued: bool) -> bytes:
+        """The block as printable text, without its lines' decorations; `seen`: the input's bytes before it;
+        `continued`: it starts inside a line. Markdown is looked for in the lines that end within the input's first
+        BLOCK bytes, however the input comes in blocks (a decompressor hands out smaller ones than a file)."""
         if seen >= BLOCK:
-            return self._printable(raw)
+            return self._undecorate(self._printable(raw), continued)
         end = raw.rfind(b"\n", 0, BLOCK - seen) + 1
         if end == 0:
             # a lone-CR log ends its lines with CR (not the CR of a CRLF whose LF lies beyond)
             cr = raw.rfind(b"\r", 0, BLOCK - seen)
             end = cr + 1 if cr >= 0 and raw[cr + 1:cr + 2] != b"\n" else 0
         if end == 0:
-            return self._printable(raw)
-        return _unemphasise(self._printable(raw[:end])) + self._printable(raw[end:])
+            return self._undecorate(self._printable(raw), continued)
+        return (_unemphasise(self._undecorate(self._printable(raw[:end]), continued))
+                + self._undecorate(self._printable(raw[end:]), False))
+
+    def _undecorate(self, data: bytes, continued: bool) -> bytes:
+        """The block without what the paste or the launcher put before each line (logparse/decorations.py), looked
+        for in the input's first lines."""
+        if self._decoration is _UNDECIDED:
+            if not data.strip():
+                return data
+            self._decoration = decorations.detect(data.partition(b"\n")[2] if continued else data)
+        if self._decoration is None:
+            return data
+        if continued:
+            nl = data.find(b"\n") + 1
+            return data[:nl] + self._decoration.sub(b"", data[nl:]) if nl else data
+        return self._decoration.sub(b"", data)
 
     def _printable(self, raw: bytes) -> bytes:
+        if b"&" in raw:
+            raw = _ENTITY_BYTES.sub(lambda m: _ENTITIES[m.group(1)], raw)
         ascii_only = raw.isascii()
         if not ascii_only:
             try:
