@@ -42,6 +42,7 @@ WAYS: Dict[str, Callable[[str], str]] = {
     "mpirun --tag-output (Open MPI 4)": _each_line("[1,0]<stdout>:"),
     "mpirun --tag-output (Open MPI 5)": _each_line("[1,0]<stdout>: "),
     "mpiexec -prepend-rank (MPICH)": _each_line("[0] "),
+    "pdsh -w gpu-node01": _each_line("gpu-node01: "),
     "docker compose logs": _each_line("worker-1  | "),
     "kubectl logs --prefix": _each_line("[pod/trainer-0/main] "),
     "quoted srun --label": _each_line("> 0: "),
@@ -94,6 +95,12 @@ def _lines(data: bytes) -> List[str]:
     "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared object\n"
     "libibverbs: Warning: couldn't load driver 'libcxgb4-rdmav34.so': libcxgb4-rdmav34.so: cannot open shared "
     "object\n",
+    # rdma-core's mlx5 provider names itself, then the host (mlx5_cq.c, mlx5_get_next_cqe's dump)
+    "mlx5: gpu-node01: got completion with error:\nmlx5: gpu-node01: got completion with error:\n"
+    "mlx5: gpu-node01: got completion with error:\n",
+    # the kernel's lines of one netdev, without their timestamps (dmesg --notime | grep ib0)
+    "ib0: enabling connected mode will cause multicast packet drops\nib0: mtu > 2044 will cause multicast packet "
+    "drops.\nib0: Budget exhausted after napi rescheduled\n",
     # srun labels that do not repeat: nothing shows that they are labels
     "0: Couldn't connect to 192.0.2.2:18515\n1: Unable to init the socket connection\n",
     # one quoted line among plain ones

@@ -9,6 +9,7 @@ printed them (their patterns hold at a line's start):
     0: ...                                   srun --label's task number
     [1,0]<stdout>: ...                       Open MPI's mpirun --tag-output: its job and rank
     [0] ...                                  MPICH's and Intel MPI's mpiexec -prepend-rank
+    node01: ...                              pdsh's and clush's host
     worker-1  | ...                          docker compose's service column
     [pod/trainer-0/main] ...                 kubectl logs --prefix
         ...                                  a Markdown code block's indentation (what all the lines share)
@@ -37,6 +38,7 @@ class Decoration(NamedTuple):
 
 _SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"     # also moreutils' ts
 _ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
+_NOT_HOSTS = rb"mlx\d|mthca|qib|hfi|rxe|siw|efa|irdma|bnxt|hns|ocrdma|erdma|cxgb|vmw|rdmap|ib|eth|en[opsx]|bond"
 DECORATIONS = (
     Decoration("quote", re.compile(rb"[ \t]{0,3}>(?:[ \t]?>)*(?:[ \t]|(?=\n)|$)")),
     # (one blank after it: the line's own indentation is the program's, as fi_info's and ibstat's)
@@ -52,6 +54,10 @@ DECORATIONS = (
     Decoration("mpirun", re.compile(rb"\[[\w.@-]+,\d+\](?:\[[\w.-]+:\d+\])?<std(?:out|err|diag)>:(?P<blank> )?")),
     # MPICH's and Intel MPI's -prepend-rank
     Decoration("prepend-rank", re.compile(rb"\[(?P<label>\d{1,6})\] ")),
+    # pdsh's and clush's host: a name with a digit or a domain; not an RDMA provider's or a netdev's name, which the
+    # kernel and rdma-core's providers print first ("mlx5: node1: got completion with error", "ib0: ...")
+    Decoration("pdsh", re.compile(rb"(?!(?:" + _NOT_HOSTS + rb")\w*: )"
+                                  rb"(?P<label>[A-Za-z][\w-]*\d[\w.-]*|[A-Za-z][\w-]*(?:\.[\w-]+)+): ")),
     Decoration("compose", re.compile(rb"(?P<label>[A-Za-z][\w.-]*)[ \t]+\|[ \t]")),
     Decoration("kubectl", re.compile(rb"\[pod/[^\]\s]+\][ \t]")),
 )
