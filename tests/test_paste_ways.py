@@ -144,3 +144,16 @@ def _lines_numbered(data: bytes):
 def test_html_entities_read_as_their_characters():
     escaped = b"ethernet_read_keys: Couldn&#x27;t read remote address\n &lt;1&gt; &quot;x&quot; a&amp;b&nbsp;c\n"
     assert _lines(escaped) == ["ethernet_read_keys: Couldn't read remote address", ' <1> "x" a&b c']
+
+
+@pytest.mark.parametrize("line", [b"a1" * 300_000, b"1" * 600_000 + b"x", b"n0de" + b"-7" * 300_000,
+                                  b"[pod/" + b"p" * 600_000, b">" * 600_000, b"0: " * 200_000])
+def test_a_hostile_first_block_is_read_whole(line):
+    # every line of it starts like a decoration and none ends like one: the patterns' repetitions are bounded, so
+    # the reading stays linear (an unbounded label pattern backtracks over the whole line at every line's start)
+    data = b"\n".join([line] * 3) + b"\n"
+    pieces: Dict[int, str] = {}
+    for number, text in _lines_numbered(data):
+        pieces[number] = pieces.get(number, "") + text
+    assert sorted(pieces) == [1, 2, 3]
+    assert all(len(text) >= len(line) - 8 for text in pieces.values())

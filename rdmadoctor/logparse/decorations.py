@@ -17,7 +17,8 @@ printed them (their patterns hold at a line's start):
 A decoration is taken off only when it starts most of the first lines (SHARE of them, at least two), and a label
 (a task number, a service name) only when the lines repeat it: a listing that numbers its lines (`rdma dev`,
 `ip -o addr`) gives each line a label of its own and keeps it. Layers (a quoted srun paste) are found one after
-the other. Messages are found anywhere in a line, so the decorations only ever hid structure.
+the other. Messages are found anywhere in a line, so the decorations only ever hid structure. Every repetition in the
+patterns is bounded: they run at every line's start of a huge log, whatever its lines hold.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import List, NamedTuple, Optional
 SAMPLE_LINES = 400          # the first lines of an input looked at
 SHARE = 0.6                 # of the sample's non-blank lines a decoration must start
 MAX_LAYERS = 3
+LINE_START = 512            # bytes of each line looked at
 _BLANK = rb"(?P<blank> )?"
 _LABEL = re.compile(rb"\(\?P<\w+>")     # (layers are joined into one pattern: a group name may come twice)
 
@@ -36,30 +38,34 @@ class Decoration(NamedTuple):
     regex: "re.Pattern[bytes]"      # at a line's start; a group `label` where the lines must repeat one
 
 
-_SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"     # also moreutils' ts
-_ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
+_SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"     # also moreutils' ts
+_ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
 _NOT_HOSTS = rb"mlx\d|mthca|qib|hfi|rxe|siw|efa|irdma|bnxt|hns|ocrdma|erdma|cxgb|vmw|rdmap|ib|eth|en[opsx]|bond"
 DECORATIONS = (
-    Decoration("quote", re.compile(rb"[ \t]{0,3}>(?:[ \t]?>)*(?:[ \t]|(?=\n)|$)")),
+    Decoration("quote", re.compile(rb"[ \t]{0,3}>(?:[ \t]?>){0,7}(?:[ \t]|(?=\n)|$)")),
     # (one blank after it: the line's own indentation is the program's, as fi_info's and ibstat's)
-    Decoration("timestamp", re.compile(rb"\[?(?:" + _ISO_TIME + b"|" + _SYSLOG_TIME + rb")\]?(?:[ \t]+[|:-])?[ \t]")),
+    Decoration("timestamp", re.compile(rb"\[?(?:" + _ISO_TIME + b"|" + _SYSLOG_TIME + rb")\]?"
+                                       rb"(?:[ \t]{1,4}[|:-])?[ \t]")),
     Decoration("syslog", re.compile(rb"(?:" + _SYSLOG_TIME + b"|" + _ISO_TIME + rb") "
-                                    rb"[\w.-]+ [^\s:\[\]]+(?:\[\d+\])?: ")),
+                                    rb"[\w.-]{1,64} [^\s:\[\]]{1,64}(?:\[\d{1,9}\])?: ")),
     # (not a listing's own numbering: `ip -o addr` repeats an interface's, "2: eth0    inet", "2: eth0    inet6";
     # `rdma dev` and `ip link` number each line once, "0: mlx5_0: node_type", "2: eth0: <BROADCAST")
-    Decoration("srun", re.compile(rb"[ \t]*(?P<label>\d{1,6}): "
-                                  rb"(?![\w.@-]+(?:: <|: node_type |[ \t]+(?:inet6?|link/)[\w]*[ \t]))")),
+    Decoration("srun", re.compile(rb"[ \t]{0,6}(?P<label>\d{1,6}): "
+                                  rb"(?![\w.@-]{1,64}(?:: <|: node_type |[ \t]{1,16}(?:inet6?|link/)\w{0,16}"
+                                  rb"[ \t]))")),
     # Open MPI's --tag-output: "[1,0]<stdout>:" up to 4.x (orte_iof_base_output.c), "[1,0]<stdout>: " from 5.0
     # (PMIx's pmix_iof_base_output.c; --output tag-detailed adds "[host:pid]")
-    Decoration("mpirun", re.compile(rb"\[[\w.@-]+,\d+\](?:\[[\w.-]+:\d+\])?<std(?:out|err|diag)>:(?P<blank> )?")),
+    Decoration("mpirun", re.compile(rb"\[[\w.@-]{1,64},\d{1,9}\](?:\[[\w.-]{1,64}:\d{1,9}\])?"
+                                    rb"<std(?:out|err|diag)>:(?P<blank> )?")),
     # MPICH's and Intel MPI's -prepend-rank
     Decoration("prepend-rank", re.compile(rb"\[(?P<label>\d{1,6})\] ")),
     # pdsh's and clush's host: a name with a digit or a domain; not an RDMA provider's or a netdev's name, which the
     # kernel and rdma-core's providers print first ("mlx5: node1: got completion with error", "ib0: ...")
-    Decoration("pdsh", re.compile(rb"(?!(?:" + _NOT_HOSTS + rb")\w*: )"
-                                  rb"(?P<label>[A-Za-z][\w-]*\d[\w.-]*|[A-Za-z][\w-]*(?:\.[\w-]+)+): ")),
-    Decoration("compose", re.compile(rb"(?P<label>[A-Za-z][\w.-]*)[ \t]+\|[ \t]")),
-    Decoration("kubectl", re.compile(rb"\[pod/[^\]\s]+\][ \t]")),
+    Decoration("pdsh", re.compile(rb"(?!(?:" + _NOT_HOSTS + rb")\w{0,16}: )"
+                                  rb"(?P<label>[A-Za-z][\w-]{0,31}\d[\w.-]{0,31}|"
+                                  rb"[A-Za-z][\w-]{0,31}(?:\.[\w-]{1,31}){1,6}): ")),
+    Decoration("compose", re.compile(rb"(?P<label>[A-Za-z][\w.-]{0,63})[ \t]{1,32}\|[ \t]")),
+    Decoration("kubectl", re.compile(rb"\[pod/[^\]\s]{1,253}\][ \t]")),
 )
 
 
@@ -95,7 +101,8 @@ def _common_indent(lines: List[bytes]) -> bytes:
 def detect(sample: bytes) -> Optional["re.Pattern[bytes]"]:
     """A pattern that takes the decorations of the input whose first lines `sample` holds off every line of it
     (re.MULTILINE: apply with `sub(b"", block)` to blocks that start at a line's start); None when it has none."""
-    lines = [line for line in sample.split(b"\n", SAMPLE_LINES)[:SAMPLE_LINES] if line.strip()]
+    # (a decoration is short: a line's first bytes tell, however long the line is)
+    lines = [line[:LINE_START] for line in sample.split(b"\n", SAMPLE_LINES)[:SAMPLE_LINES] if line.strip()]
     layers: List[bytes] = []
     for _ in range(MAX_LAYERS):
         decoration = _best(lines)
