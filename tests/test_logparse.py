@@ -945,3 +945,16 @@ def test_librdmacms_xrc_examples_command_lines_are_read(line, tool, side, option
     assert (parsed[0], parsed[3]) == (tool, options)
     run = parse_text(f"{line}\n{tool}: start\n").runs[0]
     assert (run.tool, run.side, run.command.options) == (tool, side, options)
+
+
+@pytest.mark.parametrize("line, settings", [
+    ("$ export NCCL_IB_GID_INDEX=3", [("NCCL_IB_GID_INDEX", "3")]),
+    ("mpirun -x UCX_TLS=rc,sm -np 2 ./a.out", [("UCX_TLS", "rc,sm")]),
+    # a library's advice names a value to try, not one in force
+    ("NCCL WARN ... HINT: you can set NCCL_CROSS_NIC=0 to avoid this", []),
+    ("ib_md.c:316  UCX  ERROR ibv_reg_mr(address=0x2aaac0000000, length=4194304, access=0xf) failed: Invalid argument."
+     " Application is using HUGE pages. Please set environment variable RDMAV_HUGEPAGES_SAFE=1", []),
+])
+def test_settings_a_line_shows(line, settings):
+    from rdmadoctor.logparse import producers
+    assert [(name, value) for name, value, _ in producers.settings_in(line)] == settings

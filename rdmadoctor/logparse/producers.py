@@ -86,9 +86,10 @@ _SETTING_RE = re.compile(r"(?<![\w-])(?P<name>(?:" + "|".join(SETTING_PREFIXES) 
                          r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s;|&]*)")
 _MCA_RE = re.compile(r"(?<![\w-])--?mca\s+(?P<name>[\w.-]+)\s+(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
 _SETTING_HINT = re.compile(r"=|mca", re.IGNORECASE)
-# advice in a library's own message ("HINT: ... you can set NCCL_CROSS_NIC=0 to ...", "Set NCCL_X=1 to ...")
-# names a value to try, not one in force
-_ADVICE = re.compile(r"(?:\bset|\bsetting|\btry)\s+$", re.IGNORECASE)
+# advice in a library's own message ("HINT: ... you can set NCCL_CROSS_NIC=0 to ...", "Set NCCL_X=1 to ...", UCX's
+# "Please set environment variable RDMAV_HUGEPAGES_SAFE=1") names a value to try, not one in force
+_ADVICE = re.compile(r"(?:\bset|\bsetting|\btry)(?:\s+(?:the\s+)?(?:environment\s+)?variable)?\s+$", re.IGNORECASE)
+_ADVICE_REACH = 40          # characters before a setting where its advice's words are looked for
 
 
 def settings_in(line: str) -> List[Tuple[str, str, int]]:
@@ -97,7 +98,7 @@ def settings_in(line: str) -> List[Tuple[str, str, int]]:
     if not _SETTING_HINT.search(line):
         return []
     out = [(m.group("name"), m.group("value").strip("'\""), m.start()) for m in _SETTING_RE.finditer(line)
-           if not _ADVICE.search(line[max(0, m.start() - 16):m.start()])]
+           if not _ADVICE.search(line[max(0, m.start() - _ADVICE_REACH):m.start()])]
     out += [(f"OMPI_MCA_{m.group('name')}", m.group("value").strip("'\""), m.start()) for m in _MCA_RE.finditer(line)]
     return out
 
