@@ -42,6 +42,8 @@ WAYS: Dict[str, Callable[[str], str]] = {
     "mpirun --tag-output (Open MPI 4)": _each_line("[1,0]<stdout>:"),
     "mpirun --tag-output (Open MPI 5)": _each_line("[1,0]<stdout>: "),
     "mpiexec -prepend-rank (MPICH)": _each_line("[0] "),
+    "torchrun --tee": _each_line("[default0]:"),
+    "torchrun (PyTorch 2.2+)": _each_line("[rank0]: "),
     "pdsh -w gpu-node01": _each_line("gpu-node01: "),
     "docker compose logs": _each_line("worker-1  | "),
     "kubectl logs --prefix": _each_line("[pod/trainer-0/main] "),

@@ -9,6 +9,7 @@ printed them (their patterns hold at a line's start):
     0: ...                                   srun --label's task number
     [1,0]<stdout>: ...                       Open MPI's mpirun --tag-output: its job and rank
     [0] ...                                  MPICH's and Intel MPI's mpiexec -prepend-rank
+    [rank0]: ...                             torchrun's rank prefix
     node01: ...                              pdsh's and clush's host
     worker-1  | ...                          docker compose's service column
     [pod/trainer-0/main] ...                 kubectl logs --prefix
@@ -57,6 +58,8 @@ DECORATIONS = (
     # (PMIx's pmix_iof_base_output.c; --output tag-detailed adds "[host:pid]")
     Decoration("mpirun", re.compile(rb"\[[\w.@-]{1,64},\d{1,9}\](?:\[[\w.-]{1,64}:\d{1,9}\])?"
                                     rb"<std(?:out|err|diag)>:(?P<blank> )?")),
+    # torchrun's line prefix (--tee, --log-line-prefix-template; "[default0]:" before PyTorch 2.2, "[rank0]:" after)
+    Decoration("torchrun", re.compile(rb"\[(?:rank|default)(?P<label>\d{1,6})\]:(?P<blank> )?")),
     # MPICH's and Intel MPI's -prepend-rank
     Decoration("prepend-rank", re.compile(rb"\[(?P<label>\d{1,6})\] ")),
     # pdsh's and clush's host: a name with a digit or a domain; not an RDMA provider's or a netdev's name, which the
