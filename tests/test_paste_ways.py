@@ -2,9 +2,9 @@
 
 Every real fixture (fixtures/real) must keep its verdict when each of its lines carries what a paste, a log
 collector or a job launcher puts in front of it (logparse/decorations.py), and when it comes HTML-escaped
-(logparse/reader.py). Each way below writes its prefix as the tool that adds it does. Before decorations were
-taken off, 20 to 26 fixtures changed verdict under each of the prefixes (healthy runs became `unknown`, listings
-went unread) and 29 under HTML escaping.
+(logparse/reader.py). Each way below writes its prefix as the tool that adds it does. Left on, a prefix hides
+perftest's header, tables and rows and the tools' listings, whose patterns hold at a line's start: a healthy run
+reads as `unknown`, a listing that shows a device goes unread.
 
 And a listing that numbers its own lines, or lines that only share a program's name, keep what starts them.
 """
