@@ -132,15 +132,17 @@ def test_a_line_continued_from_the_block_before_keeps_its_start():
     # not a new line that the launcher labelled
     long_line = "0: " * (reader.BLOCK // 2)
     data = f"0: first\n0: second\n{long_line}\n0: last\n".encode()
-    pieces: Dict[int, str] = {}
-    for number, text in _lines_numbered(data):
-        pieces[number] = pieces.get(number, "") + text
+    pieces = _whole_lines(data)
     assert pieces[1] == "first" and pieces[2] == "second" and pieces[4] == "last"
     assert pieces[3] == long_line[3:]
 
 
-def _lines_numbered(data: bytes):
-    return reader.SourceReader("paste", io.BytesIO(data)).lines()
+def _whole_lines(data: bytes) -> Dict[int, str]:
+    """Line number -> its text, a line handed out in pieces joined again."""
+    whole: Dict[int, str] = {}
+    for number, text in reader.SourceReader("paste", io.BytesIO(data)).lines():
+        whole[number] = whole.get(number, "") + text
+    return whole
 
 
 def test_html_entities_read_as_their_characters():
@@ -154,8 +156,6 @@ def test_a_hostile_first_block_is_read_whole(line):
     # every line of it starts like a decoration and none ends like one: the patterns' repetitions are bounded, so
     # the reading stays linear (an unbounded label pattern backtracks over the whole line at every line's start)
     data = b"\n".join([line] * 3) + b"\n"
-    pieces: Dict[int, str] = {}
-    for number, text in _lines_numbered(data):
-        pieces[number] = pieces.get(number, "") + text
+    pieces = _whole_lines(data)
     assert sorted(pieces) == [1, 2, 3]
     assert all(len(text) >= len(line) - 8 for text in pieces.values())
