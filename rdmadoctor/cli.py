@@ -135,10 +135,6 @@ def _stdout_closed() -> None:
         pass
 
 
-def _pipe_gone() -> None:
-    raise BrokenPipeError(32, "Broken pipe")
-
-
 def _write(path: Path, text: str) -> None:
     from rdmadoctor.runtime.files import write_private
     try:
@@ -171,11 +167,9 @@ def _emit(diagnosis, json_out: bool, html: Optional[Path], verbose: bool, redact
             sys.stdout.write(jr.dumps(document))
             sys.stdout.flush()
         else:
-            from rich.console import Console
             from rdmadoctor.render import text
-            console = Console(highlight=False, soft_wrap=True)
-            console.on_broken_pipe = _pipe_gone           # rich's own handler would exit 1
-            text.render(diagnosis, console, verbose=verbose, lang=lang)
+            from rdmadoctor.render.terminal import Terminal
+            text.render(diagnosis, Terminal(), verbose=verbose, lang=lang)
             sys.stdout.flush()
             if html is not None:
                 _say(f"HTML report: {html}")

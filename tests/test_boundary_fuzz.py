@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, List, Tuple
 
 from hypothesis import HealthCheck, given, settings, strategies as st
-from rich.console import Console
 
 from rdmadoctor.collectors import FactsError, check_facts
 from rdmadoctor.engine import diagnose
 from rdmadoctor.probe.agent_client import AgentFailure
 from rdmadoctor.render import html as hr, json_out, text
+from rdmadoctor.render.terminal import Terminal
 from rdmadoctor.runtime import jsonio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def diagnose_and_render(facts: dict) -> None:
     diagnosis = diagnose.check(facts, None, (facts.get("host") or {}).get("peer"))
     document = json.loads(json.dumps(json_out.to_dict(diagnosis), default=str))
     assert not jsonio.errors(document, "result"), jsonio.errors(document, "result")
-    text.render(diagnosis, Console(file=io.StringIO(), width=120), verbose=True)
+    text.render(diagnosis, Terminal(io.StringIO(), width=120), verbose=True)
     if diagnosis.verdict.status == "ok":          # unreadable is never healthy
         for name in ("devices", "kernel", "netlink"):
             assert (facts["sections"].get(name) or {}).get("status") in ("ok", "partial"), name

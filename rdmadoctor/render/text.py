@@ -7,7 +7,7 @@ When the output's encoding cannot carry the marks (✓ ✗ → • …), ASCII o
 
 Every string shown comes from outside in the end (a log line, a facts file, a peer agent's answer), so each goes
 through runtime/text.printable (ESC, C1 and bidirectional controls shown as escapes, never sent to the terminal)
-and into a rich Text, never into a markup string ("[link=...]" in a log stays text).
+and is printed as text: nothing in it is read as markup ("[link=...]" in a log stays text).
 """
 from __future__ import annotations
 
@@ -15,12 +15,9 @@ import re
 from collections import Counter
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.text import Text
-
 from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Diagnosis, Finding
+from rdmadoctor.render.terminal import Terminal, cell_len
 from rdmadoctor.runtime.text import printable
 
 PIPE_WIDTH = 80
@@ -35,9 +32,34 @@ STATUS_STYLE = {"ok": "bold green", "warning": "bold yellow", "failure": "bold r
 SEVERITY = {"fail": ("fail", "red"), "warn": ("warn", "yellow"), "info": ("info", "cyan")}
 RUNG = {"passed": ("pass", "green"), "failed": ("fail", "red"), "warning": ("warn", "yellow"),
         "skipped": ("skip", "dim"), "not-inspected": ("unseen", "magenta")}
-_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-_TOKENS = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]|[^\s\u1100-\u11ff\u2e80-"
-                     r"\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+|\s+")
+_WORDS = re.compile(r"\S+|\s+")
+# Chinese, Japanese and Korean characters: a line may break after any of them (a regular expression of these ranges
+# takes milliseconds to compile, more than the text view takes to print)
+_CJK_RANGES = ((0x1100, 0x11ff), (0x2e80, 0x9fff), (0xac00, 0xd7af), (0xf900, 0xfaff), (0xff00, 0xffef))
+
+
+def _is_cjk(c: str) -> bool:
+    code = ord(c)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """Blanks, runs of other characters, and each Chinese character alone."""
+    for token in _WORDS.findall(text):
+        if token.isascii() or token.isspace() or not any(map(_is_cjk, token)):
+            yield token          # (blanks, the ideographic space among them, are one break whatever they hold)
+            continue
+        run = ""
+        for c in token:
+            if _is_cjk(c):
+                if run:
+                    yield run
+                yield c
+                run = ""
+            else:
+                run += c
+        if run:
+            yield run
 
 
 _NO_LINE_START = frozenset("，。、；：）」』！？”’》】〉")
@@ -63,7 +85,7 @@ def wrap(text: str, width: int, first: str = "", rest: Optional[str] = None) -> 
     rest = " " * cell_len(first) if rest is None else rest
     lines: List[str] = []
     line, used, prefix = "", cell_len(first), first
-    for token in _TOKENS.findall(text.replace("\n", " ")):
+    for token in _tokens(text.replace("\n", " ")):
         if token.isspace():
             if line:
                 line += " "
@@ -85,12 +107,12 @@ def wrap(text: str, width: int, first: str = "", rest: Optional[str] = None) -> 
 
 
 class _Out:
-    """Prints wrapped lines through rich (for colour), never letting rich wrap or split them itself."""
+    """Prints the lines it wraps, each in its styles."""
 
-    def __init__(self, console: Console, lang: Optional[str]):
-        self.console = console
-        self.width = console.width if console.is_terminal else PIPE_WIDTH
-        self.marks = marks_for(console.encoding)
+    def __init__(self, terminal: Terminal, lang: Optional[str]):
+        self.terminal = terminal
+        self.width = terminal.width if terminal.is_terminal else PIPE_WIDTH
+        self.marks = marks_for(terminal.encoding)
         self.lang = lang
 
     def say(self, key: str, **values: object) -> str:
@@ -102,23 +124,18 @@ class _Out:
         lead = first + (head[0] if head else "")
         if head and cell_len(lead) > self.width * 2 // 3:
             # a long head (a file name and line) stands on its own line; the text follows under it
-            self.console.print(Text(first) + Text(head[0].rstrip(), style=head[1]), soft_wrap=True,
-                               overflow="ignore", crop=False)
+            self.terminal.print([(first, ""), (head[0].rstrip(), head[1])])
             indent = " " * cell_len(rest if rest is not None else first + "    ")
             self.line(text, style, indent, indent)
             return
         for i, piece in enumerate(wrap(text, self.width, lead, rest)):
-            out = Text()
             if i == 0 and head:
-                out.append(first)
-                out.append(head[0], style=head[1])
-                out.append(piece[len(lead):], style=style)
+                self.terminal.print([(first, ""), (head[0], head[1]), (piece[len(lead):], style)])
             else:
-                out.append(piece, style=style)
-            self.console.print(out, soft_wrap=True, overflow="ignore", crop=False)
+                self.terminal.print([(piece, style)])
 
     def blank(self) -> None:
-        self.console.print()
+        self.terminal.print()
 
 
 def _runs_line(d: Diagnosis, out: _Out) -> str:
@@ -164,19 +181,31 @@ def _finding(f: Finding, out: _Out, verbose: bool) -> None:
     out.blank()
 
 
-def _bench_table(console: Console, bench: dict) -> None:
-    from rich.table import Table
-    table = Table(title=Text(f"Sweep with {_t(bench.get('peer'))}"), title_justify="left", show_edge=False)
-    for column in ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us", "cause"):
-        table.add_column(column, justify="right" if column[0].isupper() or column.startswith("t_") else "left")
+BENCH_COLUMNS = ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us")
+
+
+def _bench_table(bench: dict, out: _Out) -> None:
+    """One row per combination, its columns aligned (the figures to the right); each row's cause follows it,
+    wrapped under the row when the line is too narrow for it."""
+    rows = []
     for r in bench.get("results", []):
         best = " (best)" if bench.get("best") and bench["best"] == _combo_label(r) else ""
-        cells = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
-        table.add_row(*(Text(_t(c)) for c in (_combo_label(r) + best, r.get("status", ""), *cells,
-                                                (r.get("verdict") or {}).get("cause") or "")),
-                      style="red" if r.get("status") != "ok" else ("bold" if best else ""))
-    console.print(table)
-    console.print()
+        figures = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
+        cells = [_t(c, False) for c in (_combo_label(r) + best, r.get("status", ""), *figures)]
+        cause = _t((r.get("verdict") or {}).get("cause") or "", False)
+        rows.append((cells, cause, "red" if r.get("status") != "ok" else ("bold" if best else "")))
+    widths = [max(cell_len(c) for c in column) for column in zip(BENCH_COLUMNS, *(cells for cells, _, _ in rows))]
+
+    def aligned(cells: List[str]) -> str:
+        padded = [(" " * (w - cell_len(c)) + c) if i >= 2 else c + " " * (w - cell_len(c))
+                  for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(padded) + "  "
+
+    out.line(f"Sweep with {_t(bench.get('peer'), False)}", "bold")
+    out.line("cause", "bold", head=(aligned(list(BENCH_COLUMNS)), "bold"))
+    for cells, cause, style in rows:
+        out.line(cause, style, head=(aligned(cells), style))
+    out.blank()
 
 
 def _combo_label(r: dict) -> str:
@@ -219,11 +248,11 @@ def _ladder(d: Diagnosis, out: _Out) -> None:
     out.blank()
 
 
-def render(d: Diagnosis, console: Console, verbose: bool = False, lang: Optional[str] = None) -> None:
-    out = _Out(console, lang)
+def render(d: Diagnosis, terminal: Terminal, verbose: bool = False, lang: Optional[str] = None) -> None:
+    out = _Out(terminal, lang)
     _verdict(d, out)
     if d.bench:
-        _bench_table(console, d.bench)
+        _bench_table(d.bench, out)
     if d.rungs:
         _ladder(d, out)
     live: List[Finding] = [f for f in d.findings if f.explained_by is None]

@@ -3,15 +3,15 @@ ASCII when the output's encoding cannot carry them, and the result speaks Chines
 import os
 import subprocess
 import sys
+import io
 import unicodedata
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-
 from rdmadoctor.engine import diagnose
 from rdmadoctor.logparse.streams import parse_paths
 from rdmadoctor.render import text
+from rdmadoctor.render.terminal import Terminal
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SEED = ROOT / "fixtures/handwritten/seed-qp-mismatch"
@@ -71,16 +71,16 @@ def test_chinese_when_asked_or_from_the_locale():
 
 def test_rendering_in_process_respects_the_console_width():
     d = diagnose.explain(parse_paths([str(SEED / "server.log"), str(SEED / "client.log")]))
-    console = Console(width=60, force_terminal=True, color_system=None, record=True)
-    text.render(d, console)
-    lines = console.export_text().splitlines()
+    out = io.StringIO()
+    text.render(d, Terminal(out, width=60, color=False, terminal=True))
+    lines = out.getvalue().splitlines()
     assert all(cells(ln) <= 60 or len(ln.split()) == 1 for ln in lines), [ln for ln in lines if cells(ln) > 60]
 
 
 def _rendered(d, verbose=False):
-    console = Console(width=80, force_terminal=True, color_system=None, record=True)
-    text.render(d, console, verbose=verbose)
-    return console.export_text()
+    out = io.StringIO()
+    text.render(d, Terminal(out, width=80, color=False, terminal=True), verbose=verbose)
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("verbose", [False, True])
