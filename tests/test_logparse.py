@@ -947,6 +947,19 @@ def test_librdmacms_xrc_examples_command_lines_are_read(line, tool, side, option
     assert (run.tool, run.side, run.command.options) == (tool, side, options)
 
 
+@pytest.mark.parametrize("line, tool", [
+    ("+ ibstat", "ibstat"),                    # bash's `set -x` trace of the command (PS4)
+    ("++ rping -s -a 192.0.2.1 -v", "rping"),  # one more "+" in a nested shell
+    ("+ sudo ibv_devinfo -v", "ibv_devinfo"),
+    ("+ the ibstat output follows", None),     # a list item or a diff line is not a command
+    ("+ibstat", None),
+])
+def test_a_shell_trace_line_is_a_command(line, tool):
+    from rdmadoctor.logparse.producers import parse_command as parse_tool_command
+    parsed = parse_tool_command(line)
+    assert (parsed[0] if parsed else None) == tool
+
+
 @pytest.mark.parametrize("line, settings", [
     ("$ export NCCL_IB_GID_INDEX=3", [("NCCL_IB_GID_INDEX", "3")]),
     ("mpirun -x UCX_TLS=rc,sm -np 2 ./a.out", [("UCX_TLS", "rc,sm")]),

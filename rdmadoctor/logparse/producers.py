@@ -65,9 +65,10 @@ TOOL_WORDS = frozenset(TOOLS)
 _TOOL_RE = re.compile(r"(?<![\w.-])(?:[\w./*-]*/)?(?P<tool>" + "|".join(sorted(TOOLS, key=len, reverse=True)) +
                       r")(?=\s|$|;|\|)")
 _SHELL_END = re.compile(r"^(?:\||>|2>|&>|&&|;|&|\|\||2>&1)$")
-# What may stand before a command on its line: a shell prompt, wrappers, their options, VAR=value settings.
-# A tool's name inside prose ("Unable to perform rdma_client function") is not a command.
-_PREFIX = re.compile(r"^\s*(?:[$#>]\s*|[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
+# What may stand before a command on its line: a shell prompt (or `set -x`'s trace of the command: PS4's "+ ", one more
+# "+" per nested shell), wrappers, their options, VAR=value settings. A tool's name inside prose ("Unable to perform
+# rdma_client function") is not a command.
+_PREFIX = re.compile(r"^\s*(?:[$#>]\s*|\+{1,8} |[^\s]*[$#>]\s+|\([^)]*\)\s*[$#>]?\s*|\[[^\]\s]+@[^\]]*\][$#>]\s*)?"
                      r"(?:(?:sudo|time|env|nohup|exec|numactl|taskset|timeout|stdbuf|srun|\d+\w?|-\S+|[A-Za-z_]\w*=\S*)\s+)*$")
 _RDMA_OBJECTS = ("link", "dev", "system", "sys", "resource", "res", "statistic", "stat", "monitor")
 # the producers whose command lines are recognised inside quotes (rdma-core's and libfabric's test programs, which
