@@ -181,31 +181,37 @@ def _finding(f: Finding, out: _Out, verbose: bool) -> None:
     out.blank()
 
 
-BENCH_COLUMNS = ("combination", "status", "BW avg Gb/s", "MsgRate Mpps", "t_typical us")
+BENCH_FIGURES = (("BW avg Gb/s", "bw_avg_gbps"), ("MsgRate Mpps", "msg_rate_mpps"), ("t_typical us", "lat_typical_us"))
 
 
 def _bench_table(bench: dict, out: _Out) -> None:
-    """One row per combination, its columns aligned (the figures to the right); each row's cause follows it,
-    wrapped under the row when the line is too narrow for it."""
-    rows = []
-    for r in bench.get("results", []):
+    """One row per combination: its label, its status and the figures the sweep measured (a bandwidth sweep has no
+    latency, a latency sweep no bandwidth: a column no row fills is left out), aligned, the figures to the right. A
+    failed row's cause follows it, or stands indented under it when the line is too narrow for both."""
+    results = bench.get("results", [])
+    figures = [(title, key) for title, key in BENCH_FIGURES if any(r.get(key) is not None for r in results)]
+    rows = [(["combination", "status", *(title for title, _ in figures)],
+             "cause" if any(map(_bench_cause, results)) else "", "bold")]
+    for r in results:
         best = " (best)" if bench.get("best") and bench["best"] == _combo_label(r) else ""
-        figures = ["" if r.get(k) is None else f"{r[k]:g}" for k in ("bw_avg_gbps", "msg_rate_mpps", "lat_typical_us")]
-        cells = [_t(c, False) for c in (_combo_label(r) + best, r.get("status", ""), *figures)]
-        cause = _t((r.get("verdict") or {}).get("cause") or "", False)
-        rows.append((cells, cause, "red" if r.get("status") != "ok" else ("bold" if best else "")))
-    widths = [max(cell_len(c) for c in column) for column in zip(BENCH_COLUMNS, *(cells for cells, _, _ in rows))]
-
-    def aligned(cells: List[str]) -> str:
-        padded = [(" " * (w - cell_len(c)) + c) if i >= 2 else c + " " * (w - cell_len(c))
-                  for i, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(padded) + "  "
-
+        cells = [_t(_combo_label(r) + best, False), _t(r.get("status", ""), False),
+                 *("" if r.get(key) is None else f"{r[key]:g}" for _, key in figures)]
+        rows.append((cells, _bench_cause(r), "red" if r.get("status") != "ok" else ("bold" if best else "")))
+    widths = [max(map(cell_len, column)) for column in zip(*(cells for cells, _, _ in rows))]
     out.line(f"Sweep with {_t(bench.get('peer'), False)}", "bold")
-    out.line("cause", "bold", head=(aligned(list(BENCH_COLUMNS)), "bold"))
     for cells, cause, style in rows:
-        out.line(cause, style, head=(aligned(cells), style))
+        row = "  ".join(c + " " * (w - cell_len(c)) if i < 2 else " " * (w - cell_len(c)) + c
+                        for i, (c, w) in enumerate(zip(cells, widths)))
+        if cause and cell_len(row) + 2 + cell_len(cause) <= out.width:
+            row, cause = f"{row}  {cause}", ""
+        out.terminal.print([(row.rstrip(), style)])
+        if cause:
+            out.line(cause, style, "    ")
     out.blank()
+
+
+def _bench_cause(result: dict) -> str:
+    return _t((result.get("verdict") or {}).get("cause") or "", False)
 
 
 def _combo_label(r: dict) -> str:

@@ -113,3 +113,25 @@ def test_explained_findings_repeated_by_many_runs_take_one_line_each(tmp_path):
     times = sum(f.rule == first.rule and f.explained_by == first.explained_by for f in explained)
     assert times >= 30 and f"(×{times})" in out, out
     assert out.count(f"{first.rule}: ") == 1, out
+
+
+def test_the_bench_table_aligns_its_columns_and_names_each_failure_cause():
+    d = diagnose.explain(parse_paths([str(SEED / "server.log"), str(SEED / "client.log")]))
+    d.bench = {"peer": "192.0.2.2", "best": "ib_write_bw qp=4 size=65536", "results": [
+        {"tool": "ib_write_bw", "qp": 1, "size": 65536, "status": "ok", "bw_avg_gbps": 91.25,
+         "msg_rate_mpps": 0.174, "lat_typical_us": None},
+        {"tool": "ib_write_bw", "qp": 4, "size": 65536, "status": "ok", "bw_avg_gbps": 97.5,
+         "msg_rate_mpps": 0.186, "lat_typical_us": None},
+        {"tool": "ib_read_lat", "qp": 1, "size": 2, "status": "failure", "bw_avg_gbps": None,
+         "msg_rate_mpps": None, "lat_typical_us": None, "verdict": {"cause": "qp-count-mismatch"}},
+    ]}
+    lines = _rendered(d).splitlines()
+    start = lines.index("Sweep with 192.0.2.2")
+    header, *rows = lines[start + 1:start + 6]
+    # no row has a latency: that column is left out, and the rest fits 80 columns
+    assert header.split() == ["combination", "status", "BW", "avg", "Gb/s", "MsgRate", "Mpps", "cause"]
+    assert rows[1].startswith("ib_write_bw qp=4 size=65536 (best)") and "97.5" in rows[1]
+    assert rows[0].index("91.25") + len("91.25") == rows[1].index("97.5") + len("97.5") == header.index("Gb/s") + 4
+    # a cause too long for its row's line stands under it
+    assert rows[2].split() == ["ib_read_lat", "qp=1", "size=2", "failure"] and rows[3] == "    qp-count-mismatch"
+    assert all(cells(ln) <= 80 for ln in lines[start:start + 6])
