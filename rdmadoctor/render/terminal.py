@@ -39,7 +39,8 @@ def _is_tty(stream: TextIO) -> bool:
 
 class Terminal:
     """`file` (standard output by default) as the text view sees it: `is_terminal`, `width`, `encoding`, and
-    print() of one line of styled pieces. `color` and `width` override what the environment says (tests, files)."""
+    print() of one line of styled pieces. `width`, `color` and `terminal` (whether it counts as a terminal) override
+    what the environment says (tests, files)."""
 
     def __init__(self, file: Optional[TextIO] = None, width: Optional[int] = None, color: Optional[bool] = None,
                  terminal: Optional[bool] = None):
