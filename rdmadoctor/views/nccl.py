@@ -425,6 +425,28 @@ def _of_input(compute: Callable[[Run, Dict[str, Any]], Optional[Dict[str, Any]]]
 
 
 @_of_input
+def nccl_one_host(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """Every rank of the job runs on one host, so nothing of it crosses the network.
+
+    The evidence: NCCL's "nNodes 1" (2.20 and later; every such line of the input says 1), or nccl-tests' device list
+    naming one host for ranks 0 to n-1, each once, with the log going on after it (a list cut short could hide the
+    other hosts' ranks)."""
+    runs = ctx.get("runs") or [run]
+    messages = [m for r in runs for m in _nccl_messages(r)]
+    nodes = [m for m in messages if m.id == "NCCL.COMM_NODES"]
+    if nodes:
+        return _at(nodes[0]) if all(str(m.fields.get("nnodes")) == "1" for m in nodes) else None
+    ranks = [m for m in messages if m.id == "NCCL.TEST_RANK_DEVICE" and str(m.fields.get("rank", "")).isdigit()]
+    hosts = {m.fields.get("host") for m in ranks}
+    if len(hosts) != 1 or sorted(int(m.fields["rank"]) for m in ranks) != list(range(len(ranks))):
+        return None
+    source, last = ranks[0].source, max(m.line for m in ranks)
+    if not any(m.source == source and m.line > last for r in runs for m in r.messages):
+        return None
+    return _at(ranks[0])
+
+
+@_of_input
 def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The input shows a small locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
     run, or the facts (check's, or those the paste shows) of a limit below 1 GiB that applies."""
@@ -461,7 +483,8 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
                             nccl_ignores_nvidia_peermem, nccl_detects_nvidia_peermem, nccl_on_roce, nccl_on_ib,
                             nccl_iwarp_capable_device,
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
-                            nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_memlock_clue,
+                            nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_one_host,
+                            nccl_memlock_clue,
                             nccl_verbs_driver_warning)
 }
 
@@ -479,6 +502,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_completion": ("status", "name", "vendor_err", "peer", "gid", "remote_gid", "device", "line", "count"),
     "nccl_gdr_in_use": ("line",),
     "nccl_oob_link_local": ("line", "netdev", "address"),
+    "nccl_one_host": ("line",),
     "nccl_gdr_disabled": ("line", "device"),
     "nccl_oob_last_resort": ("line", "netdev", "address"),
     "nccl_memlock_clue": ("line", "limit"),
