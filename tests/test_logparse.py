@@ -67,6 +67,17 @@ def test_both_sides_without_separators_or_commands():
     assert parsed.runs[0].side_reason.startswith("prints")
 
 
+@pytest.mark.parametrize("invalid", [b"", b"\xff"])
+def test_a_line_end_of_several_crs_is_one_line_end(invalid):
+    # a CRLF file converted to CRLF again ends its lines with CR CR LF: read as one line end, the lines keep their
+    # numbers (a lone CR still ends a line of its own); with a byte that is not UTF-8 the decoding path does the same
+    raw = (b"Couldn't connect to 192.0.2.1:18515\r\r\nUnable to open file descriptor for socket connection\r\r\r\n"
+           b" Unable to init the socket connection\rCouldn't connect to 192.0.2.1:18515" + invalid + b"\r\r\n")
+    parsed = parse_streams([("x.log", io.BytesIO(raw))])
+    assert [(m.id, m.line) for m in parsed.runs[0].messages] == [("C02", 1), ("C02", 2), ("C02", 3), ("C02", 4)]
+    assert parsed.sources[0].total_lines == 4
+
+
 def test_ansi_colour_nul_bytes_and_invalid_utf8_are_cleaned():
     raw = (b"\x1b[31mCouldn't connect to 192.0.2.1:18515\x1b[0m\r\n\x00\x01Unable to open file descriptor "
            b"for socket connection\xff\xfe\n Unable to init the socket connection\n")
@@ -129,6 +140,19 @@ def test_smart_quotes_and_prompt_side_labels():
     parsed = parse_text(paste)
     assert [r.side for r in parsed.runs] == ["server", "client"]
     assert parsed.runs[1].messages[0].id == "X06"
+
+
+@pytest.mark.parametrize("invalid", [b"", b"\xff"])
+def test_invisible_characters_a_chat_or_editor_adds_are_dropped(invalid):
+    # a byte-order mark, zero-width spaces at a line's start and inside a word, a soft hyphen, a direction mark; the
+    # same with a byte that is not UTF-8 elsewhere in the block (the decoding path)
+    raw = ("\ufeffserver$ ib_write_bw --ib-dev=mlx5_1\n"
+           "\u200bethernet_read_keys: Couldn't read re\u200bmote ad\u00address\u200e\n").encode() + invalid + b"\n"
+    parsed = parse_streams([("x.log", io.BytesIO(raw))])
+    run = parsed.runs[0]
+    assert run.side == "server" and run.command is not None and run.command.tool == "ib_write_bw"
+    assert [m.id for m in run.messages] == ["X06"]
+    assert run.messages[0].text == "ethernet_read_keys: Couldn't read remote address"
 
 
 def test_flattened_header_addresses_and_results_in_one_line():

@@ -29,7 +29,13 @@ _ANSI_BYTES = re.compile(_ANSI.pattern.encode())
 _CONTROLS = (*range(0, 9), *range(11, 32), 127)
 # Unicode blanks become plain ones too, so that a blank is a blank to every pattern engine (logparse/prefilter.py).
 _UNICODE_BLANKS = ("\x85", "\u1680", *map(chr, range(0x2000, 0x200b)), "\u2028", "\u2029", "\u202f", "\u205f", "\u3000")
-_CLEAN = str.maketrans({**{chr(c): " " for c in _CONTROLS}, **{c: " " for c in _UNICODE_BLANKS}, "\ufeff": " ",
+# Characters that show nothing (zero-width spaces and joiners, direction marks, the byte-order mark, soft hyphens) are
+# dropped: a chat, a web page or Notepad puts them into a paste, at a line's start or inside a word, where no pattern
+# expects them.
+_INVISIBLE = ("\u00ad", *map(chr, range(0x200b, 0x2010)), *map(chr, range(0x202a, 0x202f)),
+              *map(chr, range(0x2060, 0x2065)), *map(chr, range(0x2066, 0x206a)), "\ufeff")
+_CLEAN = str.maketrans({**{chr(c): " " for c in _CONTROLS}, **{c: " " for c in _UNICODE_BLANKS},
+                        **{c: "" for c in _INVISIBLE},
                         "\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
 _CLEAN_BYTES = bytes(32 if c in _CONTROLS else c for c in range(256))
 # What _CLEAN does to characters beyond ASCII, as replacements of their UTF-8 bytes (valid UTF-8 is cleaned without
@@ -65,11 +71,19 @@ def _unemphasise(raw: bytes) -> bytes:
     return raw
 
 
+# A line end of several CRs before the LF (a CRLF file converted to CRLF again: "\r\r\n") is one line end, not a
+# blank line after each line; looked for only where two CRs meet, so a plain CRLF log costs two replaces.
+_CRS_LF = re.compile(r"\r+\n")
+_CRS_LF_BYTES = re.compile(rb"\r+\n")
+
+
 def clean_block(text: str) -> str:
     """Remove what a terminal or a chat adds around the text perftest printed."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
+        if "\r\r" in text:
+            text = _CRS_LF.sub("\n", text)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.translate(_CLEAN)
 
@@ -297,6 +311,8 @@ class SourceReader:
         if b"\x1b" in raw:
             raw = _ANSI_BYTES.sub(b"", raw)
         if b"\r" in raw:
+            if b"\r\r" in raw:
+                raw = _CRS_LF_BYTES.sub(b"\n", raw)
             raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         raw = raw.translate(_CLEAN_BYTES)
         if not ascii_only:
