@@ -138,10 +138,19 @@ class _Out:
         self.terminal.print()
 
 
+def _run_label(r) -> str:
+    """'server (ib_write_bw)'; a run no side is known of (an NCCL job, a listing) by its tool or its producer alone, so
+    that 'unknown' is not read as the verdict."""
+    what = r.tool or r.producer
+    if r.side in ("server", "client"):
+        return f"{r.side} ({_t(what)})" if what else r.side
+    return _t(what) if what else _t(r.side)
+
+
 def _runs_line(d: Diagnosis, out: _Out) -> str:
     if not d.runs:
         return ""
-    parts = [f"{_t(r.source)}: {_t(r.side)}" + (f" ({_t(r.tool)})" if r.tool else "") for r in d.runs[:6]]
+    parts = [f"{_t(r.source)}: {_run_label(r)}" for r in d.runs[:6]]
     more = f", {out.marks['more']} {len(d.runs) - 6}" if len(d.runs) > 6 else ""
     return f"{len(d.runs)} {out.say('runs')} {out.marks['dash']} " + ", ".join(parts) + more
 

@@ -135,3 +135,12 @@ def test_the_bench_table_aligns_its_columns_and_names_each_failure_cause():
     # a cause too long for its row's line stands under it
     assert rows[2].split() == ["ib_read_lat", "qp=1", "size=2", "failure"] and rows[3] == "    qp-count-mismatch"
     assert all(cells(ln) <= 80 for ln in lines[start:start + 6])
+
+
+def test_the_runs_line_names_a_side_only_where_one_is_known():
+    # perftest's two sides, then an NCCL job (no server or client): named by its tool, never "unknown"
+    d = diagnose.explain(parse_paths([str(SEED / "server.log"), str(SEED / "client.log"),
+                                      str(ROOT / "fixtures/real/nccl-nccltests-287-rtx5090-maxsharedmem/paste.log")]))
+    runs = " ".join(_rendered(d).split("\n\n")[0].split())
+    assert "server.log: server (ib_" in runs and "client.log: client (ib_" in runs
+    assert "paste.log: all_reduce_perf" in runs and "unknown" not in runs
