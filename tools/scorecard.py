@@ -5,7 +5,8 @@
 For every case with a cause its source established (a label of high or medium confidence):
   verdict the verdict itself names that cause (for a healthy run: the verdict is ok);
   top-1   the first cause rdmadoctor names is that cause: the verdict's cause, or, when the paste cannot tell
-          (an `unknown` verdict), the first of its ranked candidates;
+          (a verdict without a cause: `unknown`, or a warning whose cause is unknown), the first of its ranked
+          candidates;
   top-3   the cause is among the first three it names (the verdict's cause, then its candidate causes, then
           the causes of the findings nothing explains, in rank order).
 Over every case, whatever its label:
@@ -61,7 +62,8 @@ class Case:
     def top1(self) -> bool:
         if self.expected in HEALTHY:
             return self.status == "ok"
-        return self.named or (self.status == "unknown" and self.ranked[:1] == [self.expected])
+        return self.named or (self.status != "ok" and self.cause in (None, "unknown")
+                              and self.ranked[:1] == [self.expected])
 
     @property
     def top3(self) -> bool:
