@@ -65,9 +65,6 @@ KNOWN_MISSES = {
     "nccl-nccl-799-modify-qp-enodev-exclude-hca": (
         "ENODEV from ibv_modify_qp says the GID's netdev is not this process's; the thread fixed it by excluding "
         "the HCA (wrong-transport-selection, second candidate) without finding out why it was unusable"),
-    "ompi-ucx-551-oob-ud-create-cq-power": (
-        "ORTE's UD OOB help text with 16,384 CQEs and ENOMEM: an unqueried request beyond max_cqe (the thread) and "
-        "a low locked-memory limit print the same; rdmadoctor says warning/unknown with device-limit-exceeded first"),
     "mpich-mpich-7853-efa-rma-get-regression": (
         "MPICH's OFI poll failure with Invalid argument on EFA, stack abbreviated by hand: that it is an MPICH 5.x "
         "regression (library-bug) was found by bisecting releases, which the two lines do not show; rdmadoctor says "
