@@ -105,6 +105,21 @@ def test_a_site_rule_loads_beside_the_package_rules(tmp_path):
     assert table.by_id()["X-1"].file.endswith("site.toml") and len(table) == len(TABLE) + 1
 
 
+def test_explains_names_a_group_of_rules_in_place_of_its_members(tmp_path):
+    """rules/_groups.toml's groups expand to their rules; a site's directory may add its own; an unknown group is
+    refused with the rule's file and id."""
+    table = _load(tmp_path, '{ message = "D05" }', explains=["PT-FLUSH", "@perftest-knock-on"])
+    assert set(table.by_id()["X-1"].explains) == {"PT-FLUSH", "PT-SIDE-CHANNEL", "PT-GENERIC-ERROR"}
+    (tmp_path / "_site_groups.toml").write_text('[groups]\nmine = ["PT-STALLED"]\n')
+    table = _load(tmp_path, '{ message = "D05" }', explains=["@mine", "@nccl-error-codes"])
+    assert table.by_id()["X-1"].explains == ("PT-STALLED", "NCCL-SYSTEM-ERROR", "NCCL-INTERNAL-ERROR")
+    with pytest.raises(rule_table.RuleError, match="site.toml: rule X-1: explains unknown group @nope"):
+        _load(tmp_path, '{ message = "D05" }', explains=["@nope"])
+    (tmp_path / "_site_groups.toml").write_text('[groups]\nmine = "PT-STALLED"\n')
+    with pytest.raises(rule_table.RuleError, match="group mine must list rule ids"):
+        _load(tmp_path, '{ message = "D05" }')
+
+
 def test_a_site_rule_cannot_reuse_an_id(tmp_path):
     (tmp_path / "site.toml").write_text(RULE.replace("X-1", "PT-QP-COUNT").replace("{when}", '{ message = "D05" }')
                                         .replace("{scope}", "run"))

@@ -11,7 +11,7 @@ parameter, option, fact, cause slug, rung or template name is refused with the r
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -203,8 +203,9 @@ def _read(path: Path) -> Dict[str, Any]:
         raise RuleError(f"{path}: {exc.strerror or exc}") from None
 
 
-def read_dir(directory: Path, label: Optional[str] = None) -> Tuple[List[Rule], Dict[str, str], List[str]]:
-    """(rules, snippets, shape errors) of one directory's *.toml files."""
+def read_dir(directory: Path, label: Optional[str] = None,
+             groups: Optional[Dict[str, Tuple[str, ...]]] = None) -> Tuple[List[Rule], Dict[str, str], List[str]]:
+    """(rules, snippets, shape errors) of one directory's *.toml files; its `[groups]` go into `groups`."""
     if not directory.is_dir():
         raise RuleError(f"{directory}: not a directory of rule files")
     rules: List[Rule] = []
@@ -213,6 +214,11 @@ def read_dir(directory: Path, label: Optional[str] = None) -> Tuple[List[Rule], 
     for path in sorted(directory.glob("*.toml")):
         data = _read(path)
         snippets.update({k: str(v) for k, v in (data.get("snippets") or {}).items()})
+        for name, members in (data.get("groups") or {}).items():
+            if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
+                errors.append(f"{path.name}: group {name} must list rule ids")
+            elif groups is not None:
+                groups[f"@{name}"] = tuple(members)
         if path.name.startswith("_"):
             continue
         name = path.name if label is None else str(path)
@@ -225,13 +231,33 @@ def read_dir(directory: Path, label: Optional[str] = None) -> Tuple[List[Rule], 
     return rules, snippets, errors
 
 
+def _expand_groups(rules: List[Rule], groups: Dict[str, Tuple[str, ...]], errors: List[str]) -> List[Rule]:
+    """`explains = ["@nccl-aftermath", ...]` names the rules of a group (`[groups]` in rules/_groups.toml): each
+    rule a group lists, in its place, once."""
+    out = []
+    for rule in rules:
+        if not any(target.startswith("@") for target in rule.explains):
+            out.append(rule)
+            continue
+        expanded: List[str] = []
+        for target in rule.explains:
+            if target.startswith("@") and target not in groups:
+                errors.append(f"{rule.file}: rule {rule.id}: explains unknown group {target}")
+            for member in groups.get(target, (target,)):
+                if member not in expanded:
+                    expanded.append(member)
+        out.append(replace(rule, explains=tuple(expanded)))
+    return out
+
+
 def build(directories: Sequence[Path], check_names: bool = True) -> Table:
     rules: List[Rule] = []
     snippets: Dict[str, str] = {}
+    groups: Dict[str, Tuple[str, ...]] = {}
     errors: List[str] = []
     seen: Dict[str, str] = {}
     for i, directory in enumerate(directories):
-        found, snips, problems = read_dir(Path(directory), label=None if i == 0 else str(directory))
+        found, snips, problems = read_dir(Path(directory), label=None if i == 0 else str(directory), groups=groups)
         errors += problems
         snippets.update(snips)
         for rule in found:
@@ -240,6 +266,7 @@ def build(directories: Sequence[Path], check_names: bool = True) -> Table:
                 continue
             seen[rule.id] = rule.file
             rules.append(rule)
+    rules = _expand_groups(rules, groups, errors)
     if not rules and not errors:
         errors.append(f"no rules in {', '.join(str(d) for d in directories)}")
     if check_names and not errors:

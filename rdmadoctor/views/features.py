@@ -7,6 +7,7 @@ pure function of the run (and of the link rate the user gave); none knows about 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 import string
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -150,6 +151,21 @@ def named_device_listed(run: Run, ctx) -> bool:
     return bool(named & listed)
 
 
+@lru_cache(maxsize=1)
+def _perftest_ids() -> frozenset:
+    return frozenset(p.id for p in catalog.load().patterns if p.producer == "perftest")
+
+
+def perftest_shown(run: Run, ctx) -> bool:
+    """The run shows perftest itself: its command line, its header, a result row, or an error or warning of perftest's
+    catalogue. A run opened by glibc's or the shell's words (a crash of whatever program was pasted) shows none, and
+    a notice is no proof ("Version: 0.0" is also another program's properties)."""
+    if run.command or run.test or run.results or run.row_summary:
+        return True
+    own = _perftest_ids()
+    return any(m.id in own and m.kind != "notice" for m in run.messages)
+
+
 def generation(run: Run, ctx):
     from rdmadoctor.views.generation import infer
     return infer(run)
@@ -158,7 +174,7 @@ def generation(run: Run, ctx):
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
                             bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
-                            named_device_listed, generation)
+                            named_device_listed, perftest_shown, generation)
 }
 FEATURES.update(completions.FEATURES)
 FEATURES.update(prompt.FEATURES)
