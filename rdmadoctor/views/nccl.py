@@ -17,6 +17,7 @@ import ipaddress
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from rdmadoctor.logparse import pasted
 from rdmadoctor.model import Message, Run
 from rdmadoctor.views import bysource
 from rdmadoctor.views.completions import statuses
@@ -233,6 +234,46 @@ def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return None
 
 
+# rdma-core's udev names a device by its link layer (kernel-boot/rdma_rename.c: "ib", "roce", "iw" prefixes)
+_ROCE_NAME = re.compile(r"^roce")
+LINK_LAYER_NOT_LID = 2_12_07   # src/transport/net_ib.cc: RoCE told by portAttr.lid == 0 up to 2.11, by link_layer after
+
+
+def _lid_ports(messages: Iterable[Message]) -> Tuple[List[Tuple[str, int, Message]], Dict[str, str]]:
+    """The device listings' non-zero port LIDs (device, lid, line) and each device's link layer."""
+    device, lids, layers = "", [], {}
+    for m in messages:
+        device = m.fields.get("device") or device
+        if m.id in ("VERBS.LINK_LAYER", "VERBS.IBSTAT_LINK_LAYER"):
+            layers[device] = str(m.fields.get("link_layer", "")).lower()
+        elif m.id == "VERBS.DEVINFO_LIDS" or (m.id == "VERBS.IBSTAT_LIDS" and m.fields.get("which") != "SM"):
+            lid = _lid(m.fields.get("lid"))
+            if lid:
+                lids.append((device, lid, m))
+    return lids, layers
+
+
+def _lid(value: Any) -> Optional[int]:
+    try:
+        return int(str(value), 0)
+    except ValueError:
+        return None
+
+
+def nccl_roce_port_lid(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """A device listing of the input (ibstat, ibv_devinfo) shows a non-zero LID on an Ethernet port: its link
+    layer says Ethernet, or rdma-core named the device "roce...". NCCL up to 2.11 takes a port with a LID for
+    InfiniBand (no GRH), which the kernel refuses on RoCE; some drivers (irdma) report LID 1 on RoCE ports."""
+    runs = ctx.get("runs") or [run]
+    messages = sorted((m for r in runs for m in r.messages if m.id in pasted.LISTING),
+                      key=lambda m: (m.source, m.line))
+    lids, layers = _lid_ports(messages)
+    for device, lid, m in lids:
+        if layers.get(device) == "ethernet" or (device not in layers and _ROCE_NAME.match(device)):
+            return _at(m, device=device, lid=lid)
+    return None
+
+
 def nccl_on_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The run's NCCL uses InfiniBand ports only (no RoCE port shown)."""
     layers = list(_link_layers(run))
@@ -369,11 +410,43 @@ def nccl_oob_last_resort(run: Run, ctx) -> Optional[Dict[str, Any]]:
             hit = _LAST_RESORT.match(netdev)
             if hit:
                 return _at(m, netdev=hit.group(1), address=_host(m.fields.get("address")))
+    old = _old_last_resort(_nccl_messages(run))
+    if old:
+        return old
     for m in _nccl_messages(run):
         if m.id in _CONNECT_FAILURES:
             address = _loopback(m.fields.get("peer"))
             if address:
                 return _at(m, netdev="lo", address=address)
+    return None
+
+
+# NCCL 2.3 printed a process's interfaces one a line ("NET : Using interface lo:127.0.0.1<0>") and again with
+# their GPU distances ("CUDA Dev 0, IP Interfaces : lo(SOC) eth0(SOC)"); the line prefix's host:pid tells
+# whose list a line belongs to. Only a list of nothing but last resorts counts, as NCCL's own choice would.
+_PROCESS = re.compile(r"^\s*(?P<process>[^\s:]+:\d+):\d+\s")
+_DISTANCE_ENTRY = re.compile(r"([\w.@-]+)\([A-Z]+\)")
+
+
+def _old_interfaces(m: Message) -> List[Tuple[str, Optional[str]]]:
+    """The (netdev, address) pairs one 2.3 line lists."""
+    if m.id == "NCCL.NET_USING_INTERFACE":
+        return [(m.fields.get("netdev") or "", m.fields.get("address"))]
+    return [(name, None) for name in _DISTANCE_ENTRY.findall(m.fields.get("interfaces") or "")]
+
+
+def _old_last_resort(messages: List[Message]) -> Optional[Dict[str, Any]]:
+    """A process whose 2.3 interface list holds only docker*, lo or virbr*: (the first such line, netdev)."""
+    lists: Dict[str, List[Tuple[str, Optional[str], Message]]] = {}
+    for m in messages:
+        if m.id in ("NCCL.NET_USING_INTERFACE", "NCCL.SOCKET_IF_DISTANCES"):
+            found = _PROCESS.match(m.text)
+            key = found.group("process") if found else m.source
+            lists.setdefault(key, []).extend((n, a, m) for n, a in _old_interfaces(m))
+    for entries in lists.values():
+        if entries and all(_LAST_RESORT.match(n) for n, _, _ in entries):
+            netdev, address, m = next(((n, a, m) for n, a, m in entries if a), entries[0])
+            return _at(m, netdev=netdev, address=_host(address) if address else "")
     return None
 
 
@@ -481,7 +554,7 @@ def nccl_verbs_driver_warning(run: Run, ctx) -> Optional[Dict[str, Any]]:
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (nccl_release, nccl_release_high, nccl_release_low, nccl_default_gid_index_zero,
                             nccl_ignores_nvidia_peermem, nccl_detects_nvidia_peermem, nccl_on_roce, nccl_on_ib,
-                            nccl_iwarp_capable_device,
+                            nccl_iwarp_capable_device, nccl_roce_port_lid,
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
                             nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_one_host,
                             nccl_memlock_clue,
@@ -496,6 +569,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_on_roce": ("line",),
     "nccl_on_ib": ("line",),
     "nccl_iwarp_capable_device": ("line", "device"),
+    "nccl_roce_port_lid": ("line", "device", "lid", "quote"),
     "nccl_link_local_gid": ("line", "gid", "which"),
     "nccl_gid_shown": ("line", "gid", "family"),
     "nccl_mtu_differs": ("line", "mtus"),
