@@ -236,7 +236,6 @@ def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 # rdma-core's udev names a device by its link layer (kernel-boot/rdma_rename.c: "ib", "roce", "iw" prefixes)
 _ROCE_NAME = re.compile(r"^roce")
-LINK_LAYER_NOT_LID = 2_12_07   # src/transport/net_ib.cc: RoCE told by portAttr.lid == 0 up to 2.11, by link_layer after
 
 
 def _lid_ports(messages: Iterable[Message]) -> Tuple[List[Tuple[str, int, Message]], Dict[str, str]]:
