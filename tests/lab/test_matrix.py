@@ -61,7 +61,7 @@ def test_scenario(lab_manager, pair, scenario):
     logs = meta["_logs"]
 
     # The lab reproduced the fault (ground truth that the fixtures and docs rely on).
-    for side, lines in (("server", scenario.server_lines), ("client", scenario.client_lines)):
+    for side, lines in scenario.expected_lines(meta):
         text = logs.get(side + ".log", "")
         missing = [line for line in lines if line not in text]
         assert not missing, "%s log lacks %s:\n%s" % (side, missing, text)
