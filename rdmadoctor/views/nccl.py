@@ -263,7 +263,13 @@ def nccl_roce_port_lid(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """A device listing of the input (ibstat, ibv_devinfo) shows a non-zero LID on an Ethernet port: its link
     layer says Ethernet, or rdma-core named the device "roce...". NCCL up to 2.11 takes a port with a LID for
     InfiniBand (no GRH), which the kernel refuses on RoCE; some drivers (irdma) report LID 1 on RoCE ports."""
-    runs = ctx.get("runs") or [run]
+    if not ctx.get("runs"):
+        return _roce_port_lid([run])
+    # the same answer for every run: read the input's listings once, not once per run that asks
+    return bysource.once_per_input(ctx, "nccl_roce_port_lid", lambda: _roce_port_lid(ctx["runs"]))
+
+
+def _roce_port_lid(runs: List[Run]) -> Optional[Dict[str, Any]]:
     messages = sorted((m for r in runs for m in r.messages if m.id in pasted.LISTING),
                       key=lambda m: (m.source, m.line))
     lids, layers = _lid_ports(messages)
@@ -343,8 +349,16 @@ IBV_MTU = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 
 def nccl_mtu_differs(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The QP lines of the input (every rank's "NET/IB: ... mtu N") report different port MTUs."""
+    if not any(r is run for r in ctx.get("runs") or []):
+        return _mtus_differ(_input_runs(run, ctx))
+    # every run of the input and producer gets the same answer: read their lines once, not once per run that asks
+    return bysource.once_per_input(ctx, "nccl_mtu_differs:" + run.producer,
+                                   lambda: _mtus_differ(_input_runs(run, ctx)))
+
+
+def _mtus_differ(runs: List[Run]) -> Optional[Dict[str, Any]]:
     seen: Dict[int, Message] = {}
-    for r in _input_runs(run, ctx):
+    for r in runs:
         for m in _nccl_messages(r):
             if m.id == "NCCL.IB_QP_INFO" and str(m.fields.get("mtu", "")).isdigit():
                 seen.setdefault(int(m.fields["mtu"]), m)
