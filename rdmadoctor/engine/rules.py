@@ -232,7 +232,7 @@ def read_dir(directory: Path, label: Optional[str] = None,
 
 
 def _expand_groups(rules: List[Rule], groups: Dict[str, Tuple[str, ...]], errors: List[str]) -> List[Rule]:
-    """`explains = ["@nccl-aftermath", ...]` names the rules of a group (`[groups]` in rules/_groups.toml): each
+    """`explains = ["@nccl-error-codes", ...]` names the rules of a group (`[groups]` in rules/_groups.toml): each
     rule a group lists, in its place, once."""
     out = []
     for rule in rules:
