@@ -995,3 +995,14 @@ def test_a_shell_trace_line_is_a_command(line, tool):
 def test_settings_a_line_shows(line, settings):
     from rdmadoctor.logparse import producers
     assert [(name, value) for name, value, _ in producers.settings_in(line)] == settings
+
+
+def test_listed_ports_name_the_line_that_showed_each_ports_lid():
+    from rdmadoctor.logparse.pasted import listed_ports
+    text = ("hca_id:\tirdma0\n\ttransport:\t\t\tInfiniBand (0)\n\tphys_port_cnt:\t\t\t1\n"
+            "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tport_lid:\t\t1\n"
+            "\t\t\tlink_layer:\t\tEthernet\n")
+    parsed = parse_text(text)
+    [(device, port, shown)] = listed_ports(parsed.runs, [r.source for r in parsed.runs])
+    assert (device, port["lid"], port["link_layer"], port["state"]) == ("irdma0", 1, "Ethernet", "ACTIVE")
+    assert shown["lid"].text.strip().startswith("port_lid") and shown["lid"].line == 6

@@ -289,6 +289,15 @@ class Catalog:
                 self.unkeyed.append(p)
                 self._numbered_unkeyed.append((i, p))
         self.keywords = frozenset(self.by_keyword)
+        # the ids of messages that report a measurement (a completed run's evidence)
+        self.result_ids = frozenset(p.id for p in patterns if p.result)
+        self._ids_of: Dict[str, frozenset] = {}
+
+    def ids_of(self, producer: str) -> frozenset:
+        """The ids of one producer's messages."""
+        if producer not in self._ids_of:
+            self._ids_of[producer] = frozenset(p.id for p in self.patterns if p.producer == producer)
+        return self._ids_of[producer]
 
     def candidates(self, words: Iterable[str], allowed: Optional[AbstractSet[int]] = None) -> List[Pattern]:
         """The patterns that can match a line of these words; `allowed`: the indexes of the only patterns that can
@@ -469,11 +478,6 @@ def fields_by_id(catalog: "Catalog") -> Dict[str, set]:
     for p in catalog.patterns:
         out.setdefault(p.id, set(COMMON_FIELDS)).update(re.findall(r"\(\?P<(\w+)>", p.source))
     return out
-
-
-def result_ids(catalog: "Catalog") -> frozenset:
-    """The ids of messages that report a measurement (a completed run's evidence)."""
-    return frozenset(p.id for p in catalog.patterns if p.result)
 
 
 @lru_cache(maxsize=1)

@@ -74,6 +74,9 @@ class _Listing:
         self.port: Optional[int] = None
         self.links: Dict[str, Dict[str, Any]] = {}
         self.netns_mode: Optional[str] = None
+        # the line that showed each port fact set through _set: (device, port, fact) -> its message
+        self.shown_by: Dict[Tuple[str, int, str], Message] = {}
+        self._reading: Optional[Message] = None
 
     def dev(self, name: str) -> Dict[str, Any]:
         if name not in self.devices:
@@ -96,6 +99,7 @@ class _Listing:
     def read(self, m: Message) -> None:
         reader = _READERS.get(m.id)
         if reader is not None:
+            self._reading = m
             reader(self, m.fields)
 
     # One reader per kind of listing line. Lines without a device or port of their own (ibv_devinfo's and
@@ -206,6 +210,8 @@ class _Listing:
         p = self.port_of()
         if p is not None and value is not None:
             p[name] = value
+            if self.device is not None and self._reading is not None:
+                self.shown_by[(self.device, p["port"], name)] = self._reading
 
     @staticmethod
     def _gid(p: Optional[Dict[str, Any]], index: Optional[int], gid: str, v4: Optional[str], kind: Optional[str],
@@ -345,22 +351,42 @@ def selected_gid_indexes(runs: Iterable[Run]) -> Set[int]:
     return chosen
 
 
-def facts_of(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
-    """The facts document of what the paste shows, or None when it shows no listing."""
+def _listing(runs: Iterable[Run], sources: List[str]) -> Optional[_Listing]:
+    """The devices and ports the input's listing lines show (None when it shows none)."""
     messages = _ordered(runs, sources)
     if not messages:
         return None
     listing = _Listing()
     for m in messages:
         listing.read(m)
+    for dev in listing.devices.values():
+        for p in dev["ports"].values():
+            if p["link_layer"] is None and any(g.get("ipv4") for g in p["gids"] or []):
+                p["link_layer"] = "Ethernet"        # IPv4-mapped GIDs exist only on RoCE ports
+    return listing
+
+
+def listed_ports(runs: Iterable[Run], sources: List[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Message]]]:
+    """Each port the input's listings show, in the order printed: (device, the port's facts as facts_of gives them,
+    the line that showed each of its facts read from a line of its own, such as "lid" or "link_layer")."""
+    listing = _listing(runs, sources)
+    if listing is None:
+        return []
+    return [(name, port, {fact: m for (d, n, fact), m in listing.shown_by.items() if d == name and n == number})
+            for name, dev in listing.devices.items() for number, port in sorted(dev["ports"].items())]
+
+
+def facts_of(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
+    """The facts document of what the paste shows, or None when it shows no listing."""
+    listing = _listing(runs, sources)
+    if listing is None:
+        return None
     named = named_devices(runs)
     chosen = selected_gid_indexes(runs)
     devices = []
     for dev in listing.devices.values():
         ports = [dev["ports"][n] for n in sorted(dev["ports"])]
         for p in ports:
-            if p["link_layer"] is None and any(g.get("ipv4") for g in p["gids"] or []):
-                p["link_layer"] = "Ethernet"        # IPv4-mapped GIDs exist only on RoCE ports
             p["named"] = (dev["name"] in named) if named else None
             picked = [g for g in p["gids"] or [] if g["index"] in chosen] if len(chosen) == 1 else []
             p["gid_selected"] = picked[0] if picked else None

@@ -7,7 +7,6 @@ pure function of the run (and of the link rate the user gave); none knows about 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 import string
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -51,7 +50,7 @@ def errors(run: Run, ctx) -> int:
 def results(run: Run, ctx) -> int:
     """How many measurements the run printed: perftest's real result rows, and the lines another producer
     prints when it measured something (a catalogue entry with `result = true`)."""
-    measured = catalog.result_ids(catalog.load())
+    measured = catalog.load().result_ids
     rows = run.row_summary["real_rows"] if run.row_summary else len(real_rows(run))     # run.results keeps some
     return rows + sum(1 for m in run.messages if m.id in measured)
 
@@ -151,18 +150,13 @@ def named_device_listed(run: Run, ctx) -> bool:
     return bool(named & listed)
 
 
-@lru_cache(maxsize=1)
-def _perftest_ids() -> frozenset:
-    return frozenset(p.id for p in catalog.load().patterns if p.producer == "perftest")
-
-
 def perftest_shown(run: Run, ctx) -> bool:
     """The run shows perftest itself: its command line, its header, a result row, or an error or warning of perftest's
     catalogue. A run opened by glibc's or the shell's words (a crash of whatever program was pasted) shows none, and
     a notice is no proof ("Version: 0.0" is also another program's properties)."""
     if run.command or run.test or run.results or run.row_summary:
         return True
-    own = _perftest_ids()
+    own = catalog.load().ids_of("perftest")
     return any(m.id in own and m.kind != "notice" for m in run.messages)
 
 

@@ -238,44 +238,22 @@ def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
 _ROCE_NAME = re.compile(r"^roce")
 
 
-def _lid_ports(messages: Iterable[Message]) -> Tuple[List[Tuple[str, int, Message]], Dict[str, str]]:
-    """The device listings' non-zero port LIDs (device, lid, line) and each device's link layer."""
-    device, lids, layers = "", [], {}
-    for m in messages:
-        device = m.fields.get("device") or device
-        if m.id in ("VERBS.LINK_LAYER", "VERBS.IBSTAT_LINK_LAYER"):
-            layers[device] = str(m.fields.get("link_layer", "")).lower()
-        elif m.id == "VERBS.DEVINFO_LIDS" or (m.id == "VERBS.IBSTAT_LIDS" and m.fields.get("which") != "SM"):
-            lid = _lid(m.fields.get("lid"))
-            if lid:
-                lids.append((device, lid, m))
-    return lids, layers
-
-
-def _lid(value: Any) -> Optional[int]:
-    try:
-        return int(str(value), 0)
-    except ValueError:
-        return None
-
-
 def nccl_roce_port_lid(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """A device listing of the input (ibstat, ibv_devinfo) shows a non-zero LID on an Ethernet port: its link
     layer says Ethernet, or rdma-core named the device "roce...". NCCL up to 2.11 takes a port with a LID for
     InfiniBand (no GRH), which the kernel refuses on RoCE; some drivers (irdma) report LID 1 on RoCE ports."""
     if not ctx.get("runs"):
-        return _roce_port_lid([run])
+        return _roce_port_lid([run], sorted({m.source for m in run.messages}))
     # the same answer for every run: read the input's listings once, not once per run that asks
-    return bysource.once_per_input(ctx, "nccl_roce_port_lid", lambda: _roce_port_lid(ctx["runs"]))
+    sources = [s.name for s in ctx.get("sources", [])]
+    return bysource.once_per_input(ctx, "nccl_roce_port_lid", lambda: _roce_port_lid(ctx["runs"], sources))
 
 
-def _roce_port_lid(runs: List[Run]) -> Optional[Dict[str, Any]]:
-    messages = sorted((m for r in runs for m in r.messages if m.id in pasted.LISTING),
-                      key=lambda m: (m.source, m.line))
-    lids, layers = _lid_ports(messages)
-    for device, lid, m in lids:
-        if layers.get(device) == "ethernet" or (device not in layers and _ROCE_NAME.match(device)):
-            return _at(m, device=device, lid=lid)
+def _roce_port_lid(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
+    for device, port, shown in pasted.listed_ports(runs, sources):
+        ethernet = port["link_layer"] == "Ethernet" or (port["link_layer"] is None and _ROCE_NAME.match(device))
+        if port["lid"] and ethernet and "lid" in shown:
+            return _at(shown["lid"], device=device, lid=port["lid"])
     return None
 
 

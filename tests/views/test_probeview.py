@@ -137,3 +137,11 @@ def test_without_an_agent_rungs_6_and_7_need_one(view):
     out = pv_mod.rungs(pv, view)
     assert out[4]["word"] == "rejected"
     assert out[5]["detail"] == out[6]["detail"] == "needs `rdmadoctor serve` on 192.0.2.1 (agent: refused)"
+
+
+def test_receiver_not_ready_naks_are_not_counted_as_loss():
+    deltas = {"hw_counters": {"rnr_nak_retry_err": 40, "retry_rnr_exceeded_err": 2, "local_ack_timeout_err": 3,
+                              "out_of_sequence": 5}}
+    assert pv_mod._counter_sum(deltas, pv_mod.RETRANSMIT) == 3
+    assert pv_mod._moved(deltas, pv_mod.RETRANSMIT + pv_mod.OUT_OF_SEQUENCE) == ["local_ack_timeout_err +3",
+                                                                                "out_of_sequence +5"]
