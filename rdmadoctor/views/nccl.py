@@ -511,6 +511,31 @@ def nccl_one_host(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 
 @_of_input
+def _job_on_many_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The job's ranks run on two hosts or more: nccl-tests' device list names them, or NCCL's nNodes says so."""
+    messages = [m for r in (ctx.get("runs") or [run]) for m in _nccl_messages(r)]
+    hosts = {str(m.fields["host"]) for m in messages if m.id == "NCCL.TEST_RANK_DEVICE" and m.fields.get("host")}
+    if len(hosts) > 1 or any(str(m.fields.get("nnodes", "1")) not in ("", "1")
+                             for m in messages if m.id == "NCCL.COMM_NODES"):
+        return {"hosts": ", ".join(sorted(hosts))}
+    return None
+
+
+def nccl_one_ifname_many_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """NCCL_SOCKET_IFNAME names one interface (no list, no '^' exclusion) for a job whose ranks run on two hosts or
+    more: every host must then have an interface of that name (or starting with it), which hosts whose interfaces
+    are named differently lack (NVIDIA/nccl-tests#219)."""
+    setting = run.settings.get("NCCL_SOCKET_IFNAME")
+    if setting is None or not setting.value or any(c in setting.value for c in ",^"):
+        return None
+    many = _job_on_many_hosts(run, ctx)
+    if many is None:
+        return None
+    return {"line": setting.line, "source": run.source, "quote": f"NCCL_SOCKET_IFNAME={setting.value}",
+            "ifname": setting.value, "hosts": many["hosts"]}
+
+
+@_of_input
 def nccl_memlock_clue(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The input shows a small locked-memory limit: libibverbs' "RLIMIT_MEMLOCK is N bytes" warning in any
     run, or the facts (check's, or those the paste shows) of a limit below 1 GiB that applies."""
@@ -548,7 +573,7 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
                             nccl_iwarp_capable_device, nccl_roce_port_lid,
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
                             nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_one_host,
-                            nccl_memlock_clue,
+                            nccl_memlock_clue, nccl_one_ifname_many_hosts,
                             nccl_verbs_driver_warning)
 }
 
@@ -571,5 +596,6 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_gdr_disabled": ("line", "device"),
     "nccl_oob_last_resort": ("line", "netdev", "address"),
     "nccl_memlock_clue": ("line", "limit"),
+    "nccl_one_ifname_many_hosts": ("line", "ifname", "hosts"),
     "nccl_verbs_driver_warning": ("line", "driver"),
 }
