@@ -21,6 +21,14 @@ def panic(vm) -> None:
     vm.agent.send({"op": "run", "sh": PANIC, "timeout": 5})
 
 
+def panic_and_wait(vm) -> None:
+    """Crashes the guest's kernel and waits for it to be gone: the agent answers each request in a thread of its
+    own, so a short command sent after the panic may still finish before the kernel stops; one that lasts longer than
+    the panic takes cannot."""
+    panic(vm)
+    vm.run("sleep 60", timeout=90)
+
+
 @pytest.mark.lab
 def test_a_panicked_guest_is_named_gone_and_booted_afresh(lab_manager):
     lab = lab_manager.get(PAIR)
@@ -46,7 +54,7 @@ def test_work_on_a_guest_that_is_gone_runs_once_more(lab_manager, tmp_path):
     def work(lab):
         tries.append(lab.h1)
         if len(tries) == 1:
-            panic(lab.h1)
+            panic_and_wait(lab.h1)
         return lab.h1.sh("hostname").strip()
 
     with pytest.warns(UserWarning, match="ran again on a fresh guest"):
@@ -58,7 +66,7 @@ def test_work_on_a_guest_that_is_gone_runs_once_more(lab_manager, tmp_path):
 @pytest.mark.lab
 def test_a_guest_gone_twice_fails(lab_manager):
     def work(lab):
-        panic(lab.h1)
+        panic_and_wait(lab.h1)
         return lab.h1.sh("hostname")
 
     with pytest.warns(UserWarning), pytest.raises(GuestGone):
