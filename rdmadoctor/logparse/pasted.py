@@ -367,8 +367,9 @@ def _listing(runs: Iterable[Run], sources: List[str]) -> Optional[_Listing]:
 
 
 def listed_ports(runs: Iterable[Run], sources: List[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Message]]]:
-    """Each port the input's listings show, in the order printed: (device, the port's facts as facts_of gives them,
-    the line that showed each of its facts read from a line of its own, such as "lid" or "link_layer")."""
+    """Each port the input's listings show, device by device: (device, the port's facts as the listing lines give them,
+    before facts_of adds what the runs chose, and the line that showed each fact read from a line of its own, such as
+    "lid" or "link_layer")."""
     listing = _listing(runs, sources)
     if listing is None:
         return []
