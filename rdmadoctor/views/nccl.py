@@ -234,29 +234,6 @@ def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return None
 
 
-# rdma-core's udev names a device by its link layer (kernel-boot/rdma_rename.c: "ib", "roce", "iw" prefixes)
-_ROCE_NAME = re.compile(r"^roce")
-
-
-def nccl_roce_port_lid(run: Run, ctx) -> Optional[Dict[str, Any]]:
-    """A device listing of the input (ibstat, ibv_devinfo) shows a non-zero LID on an Ethernet port: its link
-    layer says Ethernet, or rdma-core named the device "roce...". NCCL up to 2.11 takes a port with a LID for
-    InfiniBand (no GRH), which the kernel refuses on RoCE; some drivers (irdma) report LID 1 on RoCE ports."""
-    if not ctx.get("runs"):
-        return _roce_port_lid([run], sorted({m.source for m in run.messages}))
-    # the same answer for every run: read the input's listings once, not once per run that asks
-    sources = [s.name for s in ctx.get("sources", [])]
-    return bysource.once_per_input(ctx, "nccl_roce_port_lid", lambda: _roce_port_lid(ctx["runs"], sources))
-
-
-def _roce_port_lid(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
-    for device, port, shown in pasted.listed_ports(runs, sources):
-        ethernet = port["link_layer"] == "Ethernet" or (port["link_layer"] is None and _ROCE_NAME.match(device))
-        if port["lid"] and ethernet and "lid" in shown:
-            return _at(shown["lid"], device=device, lid=port["lid"])
-    return None
-
-
 def nccl_on_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """The run's NCCL uses InfiniBand ports only (no RoCE port shown)."""
     layers = list(_link_layers(run))
@@ -486,6 +463,24 @@ def _of_input(compute: Callable[[Run, Dict[str, Any]], Optional[Dict[str, Any]]]
         found = bysource.once_per_input(ctx, compute.__name__, lambda: compute(run, ctx))
         return dict(found) if found is not None else None
     return feature
+
+
+# rdma-core's udev names a device by its link layer (kernel-boot/rdma_rename.c: "ib", "roce", "iw" prefixes)
+_ROCE_NAME = re.compile(r"^roce")
+
+
+@_of_input
+def nccl_roce_port_lid(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """A device listing of the input (ibstat, ibv_devinfo) shows a non-zero LID on an Ethernet port: its link
+    layer says Ethernet, or rdma-core named the device "roce...". NCCL up to 2.11 takes a port with a LID for
+    InfiniBand (no GRH), which the kernel refuses on RoCE; some drivers (irdma) report LID 1 on RoCE ports."""
+    runs = ctx.get("runs") or [run]
+    sources = [s.name for s in ctx.get("sources", [])] or sorted({m.source for r in runs for m in r.messages})
+    for device, port, shown in pasted.listed_ports(runs, sources):
+        ethernet = port["link_layer"] == "Ethernet" or (port["link_layer"] is None and _ROCE_NAME.match(device))
+        if port["lid"] and ethernet and "lid" in shown:
+            return _at(shown["lid"], device=device, lid=port["lid"])
+    return None
 
 
 @_of_input
