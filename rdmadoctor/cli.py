@@ -120,7 +120,9 @@ def _say(message: object) -> None:
 
 
 def _fail_input(message: str) -> "typer.Exit":
-    _say(message)
+    """Each line of the message on a line of its own (a rule table's problems are listed one per line)."""
+    for line in message.splitlines() or [message]:
+        _say(line)
     return typer.Exit(EXIT_UNKNOWN)
 
 

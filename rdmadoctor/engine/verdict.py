@@ -87,10 +87,19 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
                        [say("paste-the-failure", lang)])
     if not done:
         # quote the first error that no finding cites: "no error says why" would be wrong
-        return (_unexplained_error(runs, findings, lang) or
-                Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
-                        [say("paste-to-the-end", lang)]))
+        return _unexplained_error(runs, findings, lang) or _nothing_measured(runs, lang)
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
+
+
+def _nothing_measured(runs: Sequence[Run], lang: Optional[str]) -> Verdict:
+    """Unknown: no run printed results and no error. Where none of the producers ever prints a result (a kernel
+    log, an agent's), no run was cut short: these lines only cannot show a working program."""
+    producers = sorted({str(r.producer) for r in runs})
+    if not any(features.prints_results(p) for p in producers):
+        return Verdict("unknown", "unknown", None, say("no-program-run", lang, producers=", ".join(producers)), None,
+                       None, [], [say("paste-the-program", lang)])
+    return Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
+                   [say("paste-to-the-end", lang)])
 
 
 def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: Optional[str]) -> Optional[Verdict]:

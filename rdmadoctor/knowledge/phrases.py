@@ -32,6 +32,14 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "paste-the-failure": {
         "en": "Paste the output of the program that failed, from its command line to its error, beside these listings.",
         "zh": "请在这些列表旁边贴出失败的那个程序的输出，从它的命令行一直到它的错误。"},
+    "no-program-run": {
+        "en": ("Only {producers} lines were recognised, with no error rdmadoctor knows in them; such lines never show "
+               "that a program's RDMA traffic worked"),
+        "zh": ("只识别出了 {producers} 的输出行，其中没有 rdmadoctor 认识的错误；"
+               "这类输出无法说明某个程序的 RDMA 通信是否正常")},
+    "paste-the-program": {
+        "en": "Paste the output of the program that failed, from its command line to its error, beside these lines.",
+        "zh": "请在这些输出旁边贴出失败的那个程序的输出，从它的命令行一直到它的错误。"},
     "paste-to-the-end": {
         "en": "Paste the complete output of both sides, from the command line to the end (or to ^C).",
         "zh": "请贴出两端从命令行到结束（或到 ^C）的完整输出。"},

@@ -55,6 +55,16 @@ def results(run: Run, ctx) -> int:
     return rows + sum(1 for m in run.messages if m.id in measured)
 
 
+def prints_results(producer: Optional[str]) -> bool:
+    """Whether a producer ever prints that it measured something: perftest's result rows, or a catalogue entry
+    of its with `result = true`. The kernel's log, an agent's or a daemon's never do: a run of theirs without an
+    error does not show that anything worked."""
+    if producer in (None, "perftest"):
+        return True
+    known = catalog.load()
+    return not known.result_ids.isdisjoint(known.ids_of(producer))
+
+
 def completed(run: Run, ctx) -> bool:
     """Printed at least one real result row and no error."""
     return bool(real_rows(run)) and errors(run, ctx) == 0

@@ -340,6 +340,24 @@ def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return info
 
 
+# -- nccl-tests ----------------------------------------------------------------------------------------------
+
+def nccl_tests_unfinished(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """nccl-tests printed result rows and, after them, not the summary it prints once a test has gone through
+    every size (src/util.cu: "# Out of bounds values" and "# Avg bus bandwidth"): the run stopped at its last row
+    (it hung or died there) or the paste ends there. The summary is looked for in the whole input after the last
+    row of the same file, for a line between them may have opened another run."""
+    rows = [m for m in run.messages if m.id == "NCCL.TEST_RESULT"]
+    if not rows:
+        return None
+    last = max(rows, key=lambda m: m.line)
+    for other in _input_runs(run, ctx):
+        if any(m.id == "NCCL.TEST_SUMMARY" and m.source == last.source and m.line > last.line
+               for m in other.messages):
+            return None
+    return _at(last, size=last.fields.get("size"))
+
+
 # -- GPUDirect RDMA ------------------------------------------------------------------------------------------
 
 def nccl_gdr_in_use(run: Run, ctx) -> Optional[Dict[str, Any]]:
@@ -569,7 +587,7 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
                             nccl_link_local_gid, nccl_gid_shown, nccl_mtu_differs, nccl_completion, nccl_gdr_in_use,
                             nccl_gdr_disabled, nccl_oob_last_resort, nccl_oob_link_local, nccl_one_host,
                             nccl_memlock_clue, nccl_one_ifname_many_hosts,
-                            nccl_verbs_driver_warning)
+                            nccl_verbs_driver_warning, nccl_tests_unfinished)
 }
 
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
@@ -593,4 +611,5 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "nccl_memlock_clue": ("line", "limit"),
     "nccl_one_ifname_many_hosts": ("line", "ifname", "hosts"),
     "nccl_verbs_driver_warning": ("line", "driver"),
+    "nccl_tests_unfinished": ("line", "size"),
 }

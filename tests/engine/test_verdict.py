@@ -50,6 +50,18 @@ def test_a_paste_of_listings_alone_asks_for_the_failing_program_not_for_both_sid
     assert "listings" not in d.verdict.summary           # a test program that printed nothing is not a listing
 
 
+def test_healthy_kernel_lines_alone_ask_for_the_program_not_for_a_run_to_its_end():
+    # mlx5_core's probe lines (drivers/net/ethernet/mellanox/mlx5/core/main.c): no error, and no program's run that a
+    # paste could have cut short: the kernel never prints a result
+    probe = ("[   10.643316] mlx5_core 0004:01:00.0: firmware version: 16.27.2048\n"
+             "[   10.643346] mlx5_core 0004:01:00.0: 63.008 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x8 link)\n")
+    d = diagnose.explain(parse_text(probe))
+    assert d.verdict.status == "unknown" and "Only kernel lines" in d.verdict.summary, d.verdict
+    assert any("program that failed" in step for step in d.verdict.next_steps)
+    d = diagnose.explain(parse_text(probe + "$ ib_write_bw -d mlx5_0 192.0.2.2\n"))
+    assert d.verdict.status == "unknown" and "Only kernel" not in d.verdict.summary, d.verdict
+
+
 def test_explain_of_nothing_recognised_is_unknown():
     d = diagnose.explain(parse_text("hello world\nthis is not a log of any RDMA tool\n"))
     assert d.verdict.status == "unknown" and "recognised" in d.verdict.summary
