@@ -129,3 +129,15 @@ def test_files_from_that_cannot_be_read_or_shares_stdin(tmp_path):
     assert out.returncode != 0 and b"either the list of files or a log" in out.stderr
     out = run("explain")
     assert out.returncode != 0 and b"LOG..." in out.stderr
+
+
+def test_a_site_rule_table_that_does_not_load_lists_each_problem_on_its_own_line(tmp_path):
+    # two problems in one site rule: each is a line of its own on stderr, and the exit is an input error (3)
+    (tmp_path / "site.toml").write_text('[[rule]]\nid = "SITE-X"\ncause = "no-such-cause"\nrung = "nowhere"\n'
+                                        'scope = "run"\ntitle = "x"\nwhen = { message = "X06" }\n')
+    out = run("explain", "--rules-dir", str(tmp_path), str(SEED / "server.log"))
+    assert out.returncode == 3
+    lines = out.stderr.decode().splitlines()
+    assert lines[0] == "rdmadoctor: the rule table does not load:", lines
+    assert len([line for line in lines if "SITE-X" in line]) >= 2, lines
+    assert "\\n" not in out.stderr.decode()
