@@ -345,17 +345,26 @@ def nccl_completion(run: Run, ctx) -> Optional[Dict[str, Any]]:
 def nccl_tests_unfinished(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """nccl-tests printed result rows and, after them, not the summary it prints once a test has gone through
     every size (src/util.cu: "# Out of bounds values" and "# Avg bus bandwidth"): the run stopped at its last row
-    (it hung or died there) or the paste ends there. The summary is looked for in the whole input after the last
-    row of the same file, for a line between them may have opened another run."""
+    (it hung or died there) or the paste ends there. The summary is looked for after the last row in every run of
+    the same file, for a line between them may have opened another run."""
     rows = [m for m in run.messages if m.id == "NCCL.TEST_RESULT"]
     if not rows:
         return None
     last = max(rows, key=lambda m: m.line)
-    for other in _input_runs(run, ctx):
-        if any(m.id == "NCCL.TEST_SUMMARY" and m.source == last.source and m.line > last.line
-               for m in other.messages):
-            return None
+    if _last_summary_line(run, ctx, last.source) > last.line:
+        return None
     return _at(last, size=last.fields.get("size"))
+
+
+def _last_summary_line(run: Run, ctx: Dict[str, Any], source: str) -> int:
+    """The line of the last nccl-tests summary in a file (0: none), found once per file."""
+    def compute() -> int:
+        runs = bysource.runs_of_source(ctx, source) or [run]
+        return max((m.line for r in runs for m in r.messages if m.id == "NCCL.TEST_SUMMARY" and m.source == source),
+                   default=0)
+    if not ctx.get("runs"):
+        return compute()
+    return bysource.once_per_source(ctx, "nccl_tests_summary", source, compute)
 
 
 # -- GPUDirect RDMA ------------------------------------------------------------------------------------------
