@@ -100,7 +100,8 @@ def needles(source: str, flags: int = re.IGNORECASE) -> Tuple[str, ...]:
         _literal_runs(_sre_parse(source, flags), runs)
     except Exception:       # noqa: BLE001 - a parser of another Python: no needles, the pattern is always tried
         return ()
-    found = sorted({r for r in runs if len(r) >= 3}, key=len, reverse=True)
+    # ties by text: the same three on every start, whatever the set's order
+    found = sorted({r for r in runs if len(r) >= 3}, key=lambda r: (-len(r), r))
     return tuple(found[:3])
 
 
@@ -399,15 +400,22 @@ def _curated() -> List[Pattern]:
     return patterns
 
 
-def _entry_sources(path: Path) -> Iterator[Tuple[Dict[str, Any], List[str]]]:
-    """Each entry of a catalogue file with the regular expressions it stands for (its regex, or its texts compiled)."""
+def _entry_sources(path: Path) -> Iterator[Tuple[Dict[str, Any], List[Tuple[str, str]]]]:
+    """Each entry of a catalogue file with the (regular expression, keyword) pairs it stands for: its texts compiled,
+    or its regex once for each of its `keywords` (one message written the same way around each of a list of words: a
+    completion status's name, a data type's), a `{keyword}` in it standing for that word as written; the keyword the
+    prefilter looks for is the word in lowercase, as line_words() gives a line's words."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
     for entry in data["message"]:
-        if "regex" in entry and "keyword" not in entry:
+        if "regex" not in entry:
+            yield entry, [(source, entry.get("keyword") or _keyword_of(source))
+                          for source in (compile_template(t) for t in (entry.get("texts") or [entry["text"]]))]
+            continue
+        keywords = entry.get("keywords") or ([entry["keyword"]] if "keyword" in entry else [])
+        if not keywords:
             raise ValueError(f"catalog entry {entry['id']}: a regex entry needs a keyword")
-        yield entry, [entry["regex"]] if "regex" in entry else [
-            compile_template(t) for t in (entry.get("texts") or [entry["text"]])]
+        yield entry, [(entry["regex"].replace("{keyword}", re.escape(k)), k.lower()) for k in keywords]
 
 
 def examples_by_source() -> Dict[str, List[str]]:
@@ -416,7 +424,7 @@ def examples_by_source() -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     for path in catalogue_files():
         for entry, sources in _entry_sources(path):
-            for source in sources:
+            for source, _keyword in sources:
                 out.setdefault(source, []).extend(entry.get("examples", []))
     return out
 
@@ -425,10 +433,10 @@ def _entries(path: Path) -> List[Pattern]:
     producer = path.stem
     patterns = []
     for entry, sources in _entry_sources(path):
-        for source in sources:
+        for source, keyword in sources:
             patterns.append(Pattern(
                 id=entry["id"], kind=entry["kind"], phase=entry.get("phase", ""),
-                source=source, keyword=entry.get("keyword") or _keyword_of(source),
+                source=source, keyword=keyword,
                 literal_length=_literal_length(source), curated=True, side=entry.get("side"),
                 gen=entry.get("gen"), origin=entry.get("origin"), producer=producer,
                 result=bool(entry.get("result")), digit_blind=digit_blind(source), needles=needles(source),
