@@ -41,9 +41,13 @@ TEST_NAME_RE = re.compile(
     r"(?<!\w)(?P<verb>RDMA_Write_imm|RDMA_Write|RDMA_Read|Send_imm|Send|Atomic)\s+"
     r"(?:(?P<atomic>CMP_AND_SWAP|FETCH_AND_ADD)\s+)?(?P<bidir>Bidirectional\s+)?(?:Post\s+List\s+)?"
     r"(?P<tst>BW|Latency)\s+(?:forwarding\s+)?(?:Multicast\s+)?Test\b", re.IGNORECASE)
+# perftest's BASIC_ADDR_FMT " %s address: LID %#04x QPN %#06x PSN %#06x", then READ_FMT " OUT", RDMA_FMT " RKey ..
+# VAddr", XRC_FMT/DC_FMT " SRQn" (src/perftest_communication.c ctx_print_pingpong_data()). Only LID is required after
+# the role: a pasted line is often cut (after LID or QPN, a wrapped line) or redacted ("LID 0000 xxx", "QPN xxx"), and
+# the GID line after it belongs to it all the same; a field that is not a number reads None (_hexint).
 _ADDRESS_RE = re.compile(
-    r"(?P<role>local|remote)\s+address\s*:\s*LID\s+(?P<lid>\S+)\s+QPN\s+(?P<qpn>\S+)\s+PSN\s+(?P<psn>\S+)"
-    r"(?:\s+OUT\s+(?P<out>\S+))?(?:\s+RKey\s+(?P<rkey>\S+)\s+VAddr\s+(?P<vaddr>\S+))?(?:\s+SRQn\s+(?P<srqn>\S+))?",
+    r"(?P<role>local|remote)\s+address\s*:\s*LID\s+(?P<lid>\S+)(?:\s+QPN\s+(?P<qpn>\S+))?(?:\s+PSN\s+(?P<psn>\S+))?"
+    r"(?:\s+OUT\s+(?P<out>\S+))?(?:\s+RKey\s+(?P<rkey>\S+)(?:\s+VAddr\s+(?P<vaddr>\S+))?)?(?:\s+SRQn\s+(?P<srqn>\S+))?",
     re.IGNORECASE)
 _GID_RE = re.compile(r"(?<![\w-])M?GID\s*:\s*(?P<gid>\d{1,3}(?::\d{1,3}){15})(?!\d)")
 _RESULT_HEADER_RE = re.compile(r"#bytes\s+(?:#sl\s+)?#iterations\s+(?P<cols>.*?(?:MsgRate\[Mpps\]|\[usec\]|\[cycles\]|"
