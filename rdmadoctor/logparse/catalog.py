@@ -332,6 +332,13 @@ class Catalog:
                     matches.append(matched(pattern, found))
         if len(matches) <= 1:
             return matches
+        # A catch-all matches a producer's own line head ("UCX ERROR", "NCCL WARN"), so the text after it is that
+        # producer's words: a generated perftest string found inside ("failed to open %s" in UCC's "failed to open
+        # ipc mem handle") is not perftest talking. Curated entries still win over the catch-all as below.
+        heads = [m for m in matches if m.pattern.fallback]
+        if heads:
+            matches = [m for m in matches if m.pattern.curated
+                       or not any(h.start < m.start < h.end for h in heads)]
         # a catch-all last, curated before generated, more fixed text first, then perftest's catalogue before the
         # others (a tie must not depend on set order), then leftmost
         matches.sort(key=lambda m: (m.pattern.fallback, not m.pattern.curated, -m.pattern.literal_length,
