@@ -36,6 +36,11 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "daskcuda-1165-managed-mem-endpoint-timeout": (
+        "UCX-Py's 'Endpoint timeout' says UCX gave up on the peer; a peer that exited first (the paste itself shows the "
+        "scheduler removing that worker) ends the same way, so rdmadoctor ranks peer-process-exited first and "
+        "library-bug second; that RMM managed memory needed UCX >= 1.14 with Dask-CUDA 23.04 came from the "
+        "maintainer, not from the log"),
     "nccl-tests-libfabric-8963-tcp-rdm-hang": (
         "five nccl-tests rows and nothing after them: rdmadoctor says the table stops without nccl-tests' summary "
         "(the run hung or died there, or the paste was cut), with library-bug among the candidates; that libfabric's "
