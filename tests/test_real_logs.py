@@ -36,6 +36,10 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "sglang-5709-ucp-version-incompatible": (
+        "the paste shows only UCX's 'UCP version is incompatible' warning and a normal start-up; the blocked transfer "
+        "the thread reports is not in it, so rdmadoctor says warning/library-build-mismatch, not failure (with an "
+        "error in the same input it says failure: UCX-API-VERSION-MISMATCH-FAILED)"),
     "uccl-617-broadcom-cqe12": (
         "one UCCL EP 'CQE ERROR ... status=12' line: the same line was a link-local GID in uccl#799 (wrong-gid-index) "
         "and too many in-flight writes for Thor-2's flow control in uccl#617 (fixed in the library by #681); the paste "
