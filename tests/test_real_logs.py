@@ -36,6 +36,14 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "awslibfabric-3-efa-no-fi-rma": (
+        "the EFA release lacked FI_RMA, so fi_getinfo picked tcp;ofi_rxm; ps-lite's check line cannot tell an old EFA "
+        "from no usable EFA, so PSLITE-FABRIC-NOT-EFA is a symptom ranking library-bug, wrong-transport-selection; "
+        "the label (device-limit-exceeded) was the probe's nearest slug for a provider without a capability"),
+    "libfabric-6682-tcp-rxm-reconnect-regression": (
+        "the two lines show only the first, expected refusal (ECONNREFUSED with a negative sign); 1.12.0's missing "
+        "reconnect leaves no line of its own, so OFI-RXM-CONNREFUSED-NEGATIVE ranks server-not-running before "
+        "library-bug and asks for the version"),
     "sglang-5709-ucp-version-incompatible": (
         "the paste shows only UCX's 'UCP version is incompatible' warning and a normal start-up; the blocked transfer "
         "the thread reports is not in it, so rdmadoctor says warning/library-build-mismatch, not failure (with an "
