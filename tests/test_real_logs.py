@@ -47,7 +47,7 @@ KNOWN_MISSES = {
     "awslibfabric-3-efa-no-fi-rma": (
         "the EFA release lacked FI_RMA, so fi_getinfo picked tcp;ofi_rxm; ps-lite's check line cannot tell an old EFA "
         "from no usable EFA, so PSLITE-FABRIC-NOT-EFA is a symptom ranking library-bug, wrong-transport-selection; "
-        "the label (device-limit-exceeded) was the probe's nearest slug for a provider without a capability"),
+        "the label (device-limit-exceeded) is the nearest slug for a provider without a capability"),
     "libfabric-6682-tcp-rxm-reconnect-regression": (
         "the two lines show only the first, expected refusal (ECONNREFUSED with a negative sign); 1.12.0's missing "
         "reconnect leaves no line of its own, so OFI-RXM-CONNREFUSED-NEGATIVE ranks server-not-running before "
