@@ -1006,3 +1006,22 @@ def test_listed_ports_name_the_line_that_showed_each_ports_lid():
     [(device, port, shown)] = listed_ports(parsed.runs, [r.source for r in parsed.runs])
     assert (device, port["lid"], port["link_layer"], port["state"]) == ("irdma0", 1, "Ethernet", "ACTIVE")
     assert shown["lid"].text.strip().startswith("port_lid") and shown["lid"].line == 6
+
+
+def test_pasted_ports_keep_every_state_they_were_shown_in_in_order():
+    # two `rdma link` runs of one host (iproute2 rdma/link.c's format), then an ibv_devinfo of mlx5_0: the facts keep
+    # each port's last state and the states it went through, a state shown again right after itself counted once
+    from rdmadoctor.logparse.pasted import facts_of
+    listing = ("link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0\n"
+               "link mlx5_1/1 state DOWN physical_state POLLING netdev ens1f1np1\n"
+               "link mlx5_2/1 state ACTIVE physical_state LINK_UP netdev ens2f0np0\n")
+    again = (listing.replace("1/1 state DOWN physical_state POLLING", "1/1 state ACTIVE physical_state LINK_UP")
+             .replace("2/1 state ACTIVE physical_state LINK_UP", "2/1 state DOWN physical_state POLLING"))
+    text = (f"$ rdma link\n{listing}$ rdma link\n{again}"
+            "$ ibv_devinfo -d mlx5_0\nhca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n")
+    parsed = parse_text(text)
+    facts = facts_of(parsed.runs, [r.source for r in parsed.runs])
+    shown = {(d["name"], p["port"]): (p["state"], p["states_shown"])
+             for d in facts["sections"]["devices"]["data"]["devices"] for p in d["ports"]}
+    assert shown == {("mlx5_0", 1): ("ACTIVE", ["ACTIVE"]), ("mlx5_1", 1): ("ACTIVE", ["DOWN", "ACTIVE"]),
+                     ("mlx5_2", 1): ("DOWN", ["ACTIVE", "DOWN"])}

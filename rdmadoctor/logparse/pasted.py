@@ -4,7 +4,9 @@ read them as they read `check`'s facts.
 
 A paste shows part of a host. Only what it shows is filled in: a section the paste does not show is left out
 (the view then says it was not read), a port whose GIDs were not listed has `gids` None (not an empty table),
-a netdev whose admin state was not printed has no `admin_up`. Two observations about the paste's own runs
+a netdev whose admin state was not printed has no `admin_up`. A port listed several times (`rdma link` run again, a
+listing before and after) keeps its last state in `state` and every state it was shown in, in order, in
+`states_shown` (a state shown again right after itself is not repeated). Two observations about the paste's own runs
 are added to each port: `named` (a run of the paste names this device: True; names only other devices:
 False; names none: None) and `gid_selected` (the GID of the index the runs chose, when the paste lists it).
 """
@@ -93,7 +95,7 @@ class _Listing:
         if number not in ports:
             ports[number] = {"port": number, "state": None, "phys_state": None, "link_layer": None,
                              "active_mtu": None, "max_mtu": None, "lid": None, "sm_lid": None, "rate": None,
-                             "rate_gbps": None, "gids": None, "netdev": None}
+                             "rate_gbps": None, "gids": None, "netdev": None, "states_shown": []}
         return ports[number]
 
     def read(self, m: Message) -> None:
@@ -176,7 +178,7 @@ class _Listing:
     def _rdma_link(self, f: Dict[str, Any]) -> None:
         p = self.port_of(f.get("device"), _int(f.get("port")))
         if p is not None:
-            p["state"] = _STATE.get(str(f.get("port_state", "")).upper()) or p["state"]
+            self._put(p, "state", _STATE.get(str(f.get("port_state", "")).upper()))
             p["phys_state"] = _phys(f.get("phys_state")) or p["phys_state"]
             if f.get("netdev"):
                 self._netdev(f["device"], p, f["netdev"])
@@ -201,7 +203,7 @@ class _Listing:
             if state in ("UP", "DOWN"):
                 self.links[f["netdev"]] = {"ifname": f["netdev"], "operstate": state}
             if f.get("port_state"):
-                p["state"] = _STATE.get(str(f["port_state"]).upper()) or p["state"]
+                self._put(p, "state", _STATE.get(str(f["port_state"]).upper()))
 
     def _netns_mode(self, f: Dict[str, Any]) -> None:
         self.netns_mode = f.get("netns_mode")
@@ -209,9 +211,19 @@ class _Listing:
     def _set(self, name: str, value: Any) -> None:
         p = self.port_of()
         if p is not None and value is not None:
-            p[name] = value
+            self._put(p, name, value)
             if self.device is not None and self._reading is not None:
                 self.shown_by[(self.device, p["port"], name)] = self._reading
+
+    @staticmethod
+    def _put(p: Dict[str, Any], name: str, value: Any) -> None:
+        """Sets a port's fact (a value not shown leaves it). A state is also added to the states the port was shown
+        in: the facts keep the last one, and a port listed DOWN, then ACTIVE again, would otherwise look healthy."""
+        if value is None:
+            return
+        p[name] = value
+        if name == "state" and p["states_shown"][-1:] != [value]:
+            p["states_shown"].append(value)
 
     @staticmethod
     def _gid(p: Optional[Dict[str, Any]], index: Optional[int], gid: str, v4: Optional[str], kind: Optional[str],

@@ -107,6 +107,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
             ports.append({
                 "label": f"{dev.get('name')} port {p.get('port')}", "device": dev.get("name"),
                 "driver": dev.get("driver"), "port": p.get("port"), "state": p.get("state"),
+                "states_shown": p.get("states_shown"),
                 "phys_state": p.get("phys_state"), "link_layer": p.get("link_layer"), "is_roce": is_roce,
                 "is_ib": p.get("link_layer") == "InfiniBand", "active_mtu": p.get("active_mtu"),
                 "max_mtu": p.get("max_mtu"), "lid": p.get("lid"), "sm_lid": p.get("sm_lid"),

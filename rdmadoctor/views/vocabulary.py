@@ -66,7 +66,10 @@ HOST: Dict[str, Any] = {
                          "driver": "its driver"}],
     "ports": [{
         "label": "'mlx5_0 port 1'", "device": "ibdev name", "driver": "driver", "port": "port number",
-        "state": "ACTIVE | DOWN | INIT | ARMED", "phys_state": "LinkUp | Disabled | Polling | ...",
+        "state": "ACTIVE | DOWN | INIT | ARMED",
+        "states_shown": ["a state a pasted listing showed the port in, in order; one shown again right after itself "
+                         "is not repeated (None: not a paste)"],
+        "phys_state": "LinkUp | Disabled | Polling | ...",
         "link_layer": "Ethernet | InfiniBand", "is_roce": "link layer Ethernet", "is_ib": "link layer InfiniBand",
         "active_mtu": "active RDMA MTU in bytes", "max_mtu": "largest RDMA MTU in bytes", "lid": "LID (IB)",
         "sm_lid": "the subnet manager's LID (IB)", "rate": "rate as the kernel prints it",
