@@ -37,6 +37,13 @@ _TYPES = {
 }
 _LEADING_TEXT = r"\S+(?:[ \t]+\S+){0,5}?"   # a leading {x:text}: a few words, not the whole flattened line
 _WORD = re.compile(r"[a-z0-9_]+")
+# a syslog/journal program head at a line's start, with its time and host when the input's decorations
+# (logparse/decorations.py) did not take them off (a single line, a mixed paste), and perftest's own programs, whose
+# lines keep their generated strings under such a head
+_PROGRAM_HEAD = re.compile(r"[ \t]{0,8}(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?|"
+                           r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\S{0,6}) [\w.-]{1,64} )?"
+                           r"([A-Za-z_][\w.@-]{0,63})\[\d{1,9}\]: ")
+_PERFTEST_PROGRAM = re.compile(r"ib_(?:send|write|read|atomic)_(?:bw|lat)|raw_ethernet_\w+", re.IGNORECASE)
 _STOPWORDS = frozenset("the and for with from not was has but are can any all this that than into".split())
 
 
@@ -330,15 +337,10 @@ class Catalog:
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
                     matches.append(matched(pattern, found))
+        if matches:
+            matches = _without_generated_in_heads(line, matches)
         if len(matches) <= 1:
             return matches
-        # A catch-all matches a producer's own line head ("UCX ERROR", "NCCL WARN"), so the text after it is that
-        # producer's words: a generated perftest string found inside ("failed to open %s" in UCC's "failed to open
-        # ipc mem handle") is not perftest talking. Curated entries still win over the catch-all as below.
-        heads = [m for m in matches if m.pattern.fallback]
-        if heads:
-            matches = [m for m in matches if m.pattern.curated
-                       or not any(h.start < m.start < h.end for h in heads)]
         # a catch-all last, curated before generated, more fixed text first, then perftest's catalogue before the
         # others (a tie must not depend on set order), then leftmost
         matches.sort(key=lambda m: (m.pattern.fallback, not m.pattern.curated, -m.pattern.literal_length,
@@ -349,6 +351,21 @@ class Catalog:
                 chosen.append(m)
         chosen.sort(key=lambda m: m.start)
         return chosen
+
+
+def _without_generated_in_heads(line: str, matches: List[Match]) -> List[Match]:
+    """A catch-all matches a producer's own line head ("UCX ERROR", "NCCL WARN"), so the text after it is that
+    producer's words: a generated perftest string found inside ("failed to open %s" in UCC's "failed to open ipc mem
+    handle") is not perftest talking. A program's syslog/journal head ("rdma-ndd[23474]: ", "ibacm[1796]: ") says the
+    same of the whole line when the program is not perftest: rdma-ndd's "Failed to open <sysfs path>" is not perftest's
+    "Failed to open %s". Curated entries still win over the catch-all as find() orders them."""
+    heads = [(m.start, m.end) for m in matches if m.pattern.fallback]
+    program = _PROGRAM_HEAD.match(line)
+    if program and not _PERFTEST_PROGRAM.fullmatch(program.group(1)):
+        heads.append((program.start(1) - 1, len(line) + 1))
+    if not heads:
+        return matches
+    return [m for m in matches if m.pattern.curated or not any(start < m.start < end for start, end in heads)]
 
 
 # Everything but [a-z0-9_] separates words (str.translate is C-fast; the prefilter runs on every line).
