@@ -337,7 +337,7 @@ class Catalog:
             for found in pattern.regex.finditer(line):
                 if found.end() > found.start():
                     matches.append(matched(pattern, found))
-        if matches:
+        if not all(m.pattern.curated for m in matches):
             matches = _without_generated_in_heads(line, matches)
         if len(matches) <= 1:
             return matches
