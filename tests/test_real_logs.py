@@ -36,6 +36,20 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "pytorch-73790-iommu-p2p-hang": (
+        "a one-host hang that the IOMMU caused, but the paste shows no one-host evidence (NCCL 2.10 prints no nNodes "
+        "line and the copy stops after the second rank's Bootstrap line, before any P2P or channel line); its socket "
+        "interface list reads as nccl#697's two-host case, whose fix was NCCL_SOCKET_IFNAME"),
+    "pytorch-20313-nccl242-unhandled-system": (
+        "a bare 'unhandled system error' from ProcessGroupNCCL.cpp with no NCCL WARN and no NCCL version: the fix "
+        "(PyTorch 1.2 with NCCL 2.4.8) is in a sibling thread, and nothing in the paste ties it to a defect of NCCL "
+        "2.4.2, so it stays the unhandled-system-error symptom asking for NCCL_DEBUG=INFO"),
+    "lightning-4420-ib-disable-healthy": (
+        "labelled healthy by its thread, but the paste ends mid-init (two P2P channel lines, no 'Init COMPLETE', no "
+        "result): it holds no evidence of health, so rdmadoctor says unknown, never ok"),
+    "dstack-2712-ib-after-ibverbs-install": (
+        "labelled healthy by its thread (IB in use after libibverbs was installed), but the paste ends at 'Init "
+        "START' and the plugin lookup: no evidence of health, so rdmadoctor says unknown, never ok"),
     "fds-5701-dapl-memlock-torque": (
         "the same two 'DAPL startup: RLIMIT_MEMLOCK too small' lines as firemodels/fds#6023, whose job failed: here "
         "the reporter's job ran on (Intel MPI fell back), which the paste does not show, so rdmadoctor names "
