@@ -43,6 +43,10 @@ _WORD = re.compile(r"[a-z0-9_]+")
 _PROGRAM_HEAD = re.compile(r"[ \t]{0,8}(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?|"
                            r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\S{0,6}) [\w.-]{1,64} )?"
                            r"([A-Za-z_][\w.@-]{0,63})\[\d{1,9}\]: ")
+# glog's line head ("<I|W|E|F><mmdd> <hh:mm:ss.uuuuuu> <thread id> <file>:<line>] ", google/glog LogMessage::Init(),
+# kept by brpc's butil, which may add a bthread id after the thread id): C++ services log through it, perftest never
+# does, so nothing after it is perftest's (brpc's "RDMA device: mlx5_bond_0" is not perftest's header box)
+GLOG_HEAD = re.compile(r"[ \t]{0,8}[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+(?: \d+)? [^\s\]]{1,256}:\d+\] ")
 _PERFTEST_PROGRAM = re.compile(r"ib_(?:send|write|read|atomic)_(?:bw|lat)|raw_ethernet_\w+", re.IGNORECASE)
 _STOPWORDS = frozenset("the and for with from not was has but are can any all this that than into".split())
 
@@ -358,11 +362,15 @@ def _without_generated_in_heads(line: str, matches: List[Match]) -> List[Match]:
     producer's words: a generated perftest string found inside ("failed to open %s" in UCC's "failed to open ipc mem
     handle") is not perftest talking. A program's syslog/journal head ("rdma-ndd[23474]: ", "ibacm[1796]: ") says the
     same of the whole line when the program is not perftest: rdma-ndd's "Failed to open <sysfs path>" is not perftest's
-    "Failed to open %s". Curated entries still win over the catch-all as find() orders them."""
+    "Failed to open %s"; so does glog's head (GLOG_HEAD), which perftest never prints. Curated entries still win over
+    the catch-all as find() orders them."""
     heads = [(m.start, m.end) for m in matches if m.pattern.fallback]
     program = _PROGRAM_HEAD.match(line)
     if program and not _PERFTEST_PROGRAM.fullmatch(program.group(1)):
         heads.append((program.start(1) - 1, len(line) + 1))
+    glog = GLOG_HEAD.match(line)
+    if glog:
+        heads.append((glog.end() - 1, len(line) + 1))
     if not heads:
         return matches
     return [m for m in matches if m.pattern.curated or not any(start < m.start < end for start, end in heads)]

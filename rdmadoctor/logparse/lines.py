@@ -564,6 +564,9 @@ def _header_item(text: str, low: str, column: int) -> Optional[Item]:
     """The `key : value` pairs of perftest's header box on the line (the keys it knows, by their canonical name)."""
     if ":" not in text or not _HEADER_GATE.search(low):
         return None
+    if catalog.GLOG_HEAD.match(text):
+        # another program's log line (brpc's "RDMA device: mlx5_0", "RDMA GID Index: 3"): perftest never logs so
+        return None
     pairs = [(_HEADER_LOOKUP.get(re.sub(r"\s+", " ", h.group("key").lower())), h.group("value"))
              for h in _HEADER_RE.finditer(text)]
     return Item("header", tuple(p for p in pairs if p[0]), column) if pairs else None
