@@ -18,6 +18,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import AbstractSet, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from rdmadoctor.logparse.decorations import ISO_TIME, SYSLOG_TIME
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -37,11 +39,10 @@ _TYPES = {
 }
 _LEADING_TEXT = r"\S+(?:[ \t]+\S+){0,5}?"   # a leading {x:text}: a few words, not the whole flattened line
 _WORD = re.compile(r"[a-z0-9_]+")
-# a syslog/journal program head at a line's start, with its time and host when the input's decorations
-# (logparse/decorations.py) did not take them off (a single line, a mixed paste), and perftest's own programs, whose
+# a syslog/journal program head at a line's start, with its time (the times decorations.py knows) and host when the
+# input's decorations did not take them off (a single line, a mixed paste), and perftest's own programs, whose
 # lines keep their generated strings under such a head
-_PROGRAM_HEAD = re.compile(r"[ \t]{0,8}(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?|"
-                           r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\S{0,6}) [\w.-]{1,64} )?"
+_PROGRAM_HEAD = re.compile(r"[ \t]{0,8}(?:(?:" + SYSLOG_TIME.decode() + "|" + ISO_TIME.decode() + r") [\w.-]{1,64} )?"
                            r"([A-Za-z_][\w.@-]{0,63})\[\d{1,9}\]: ")
 # glog's line head ("<I|W|E|F><mmdd> <hh:mm:ss.uuuuuu> <thread id> <file>:<line>] ", google/glog LogMessage::Init(),
 # kept by brpc's butil, which may add a bthread id after the thread id): C++ services log through it, perftest never

@@ -39,15 +39,15 @@ class Decoration(NamedTuple):
     regex: "re.Pattern[bytes]"      # at a line's start; a group `label` where the lines must repeat one
 
 
-_SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"     # also moreutils' ts
-_ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
+SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"     # also moreutils' ts
+ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
 _NOT_HOSTS = rb"mlx\d|mthca|qib|hfi|rxe|siw|efa|irdma|bnxt|hns|ocrdma|erdma|cxgb|vmw|rdmap|ib|eth|en[opsx]|bond"
 DECORATIONS = (
     Decoration("quote", re.compile(rb"[ \t]{0,3}>(?:[ \t]?>){0,7}(?:[ \t]|(?=\n)|$)")),
     # (one blank after it: the line's own indentation is the program's, as fi_info's and ibstat's)
-    Decoration("timestamp", re.compile(rb"\[?(?:" + _ISO_TIME + b"|" + _SYSLOG_TIME + rb")\]?"
+    Decoration("timestamp", re.compile(rb"\[?(?:" + ISO_TIME + b"|" + SYSLOG_TIME + rb")\]?"
                                        rb"(?:[ \t]{1,4}[|:-])?[ \t]")),
-    Decoration("syslog", re.compile(rb"(?:" + _SYSLOG_TIME + b"|" + _ISO_TIME + rb") "
+    Decoration("syslog", re.compile(rb"(?:" + SYSLOG_TIME + b"|" + ISO_TIME + rb") "
                                     rb"[\w.-]{1,64} [^\s:\[\]]{1,64}(?:\[\d{1,9}\])?: ")),
     # (not a listing's own numbering: `ip -o addr` repeats an interface's, "2: eth0    inet", "2: eth0    inet6";
     # `rdma dev` and `ip link` number each line once, "0: mlx5_0: node_type", "2: eth0: <BROADCAST")
