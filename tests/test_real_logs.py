@@ -36,6 +36,16 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "nccl-1043-nvls-fm-multicast-team-dual-port": (
+        "nv-fabricmanager's 'failed to find the GPU handle ... in the multicast team request setup' comes from "
+        "closed source whose log format no public document shows; the thread's NCCL dual-port NVLS defect is not "
+        "in the paste"),
+    "nccl-1612-bootstrap-closed-before-magic": (
+        "without the NCCL release the trail's socket.cc lines cannot be read as socketFinalizeAccept(); the "
+        "symptom ranks firewall-blocks-port (what connects) before library-bug (2.27.3 stops failing on it)"),
+    "ucx-3611-ucp-init-no-such-device": (
+        "'ucp_init(): No such device' is the reporter's own test program printing a status, not a line of UCX; "
+        "UCS_ERR_NO_DEVICE alone cannot tell UCX_TLS/device selection from the master regression"),
     "magic-castle-136-selinux-ibv-devices": (
         "only user01's empty ibv_devices table from an ordinary user's prompt: no listing in the paste shows the device "
         "(the admin's view is only in the thread's prose), so VERBS-NO-DEVICE keeps device-permission-denied after the "
