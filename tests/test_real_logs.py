@@ -55,12 +55,13 @@ KNOWN_MISSES = {
         "'ucp_init(): No such device' is the reporter's own test program printing a status, not a line of UCX; "
         "UCS_ERR_NO_DEVICE alone cannot tell UCX_TLS/device selection from the master regression"),
     "magic-castle-136-selinux-ibv-devices": (
-        "only user01's empty ibv_devices table from an ordinary user's prompt: no listing in the paste shows the device "
-        "(the admin's view is only in the thread's prose), so VERBS-NO-DEVICE keeps device-permission-denied after the "
-        "usual candidates; VERBS-NO-DEVICE-UNPRIVILEGED ranks it first only when another listing shows the device"),
+        "only user01's empty ibv_devices table from an ordinary user's prompt: no listing in the paste shows the "
+        "device (the admin's view is only in the thread's prose), so VERBS-NO-DEVICE keeps device-permission-denied "
+        "after the usual candidates; VERBS-NO-DEVICE-UNPRIVILEGED ranks it first only when another listing shows "
+        "the device"),
     "rxe-dev-46-devinfo-healthy": (
-        "a healthy rxe0 ibv_devinfo (PORT_ACTIVE) alone: a device listing is not evidence of a working path (no program "
-        "ran), so rdmadoctor says unknown, never ok"),
+        "a healthy rxe0 ibv_devinfo (PORT_ACTIVE) alone: a device listing is not evidence of a working path (no "
+        "program ran), so rdmadoctor says unknown, never ok"),
     "mercury-596-fi-tsend-ebadf": (
         "Mercury NA OFI's 'fi_tsend() failed, rc: -9 (Bad file descriptor)' has no catalogue entry yet; EBADF alone "
         "could not name the author's own I/O-interception layer anyway, only rank application-bug first"),
