@@ -36,6 +36,10 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "cscs-nccl-tests-cxi-hook-disabled-slow": (
+        "a completed 2-node nccl-tests run (0 wrong, 1.59 GB/s average bus bandwidth) with no NCCL INFO lines: "
+        "without the transport NCCL chose (NET/Socket vs the OFI plugin) or an expected bandwidth, nothing in the "
+        "paste tells a path without the fabric from a healthy one; the 19.8 GB/s comparison is only in CSCS's prose"),
     "aws-ofi-nccl-20-efa-eq-fork": (
         "a one-line EFA 'Unable to write to EQ' (EIO, prov_errno -114) that names no fork; the thread tied it to "
         "DataLoader's fork start method; fork-unsafe is a ranked candidate, first only with a fork line "
