@@ -127,6 +127,18 @@ def test_each_decoration_comes_off_as_the_tool_wrote_it():
             [line.rstrip() for line in printed], way
 
 
+def test_a_severity_word_behind_a_time_stays_the_programs():
+    # openpmix's PMIX_ERROR_LOG line under moreutils' ts: the time is ts's, "PMIX ERROR:" is PMIx's own start
+    text = ("May 01 12:00:00 PMIX ERROR: PMIX_ERR_NOT_FOUND in file dstore_base.c at line 1567\n"
+            "May 01 12:00:01 PMIX ERROR: PMIX_ERROR in file dstore_base.c at line 2334\n")
+    assert _lines(text.encode()) == ["PMIX ERROR: PMIX_ERR_NOT_FOUND in file dstore_base.c at line 1567",
+                                     "PMIX ERROR: PMIX_ERROR in file dstore_base.c at line 2334"]
+    # a real syslog head keeps coming off whole
+    text = ("May 01 12:00:00 node1 kernel: mlx5_core 0000:3b:00.0: Port module event: module 0, Cable plugged\n"
+            "May 01 12:00:01 node1 kernel: mlx5_core 0000:3b:00.0: firmware version: 16.35.2000\n")
+    assert _lines(text.encode())[0].startswith("mlx5_core 0000:3b:00.0: Port module event")
+
+
 def test_a_line_continued_from_the_block_before_keeps_its_start():
     # a line longer than a block is handed out in pieces: the text at the start of a later block is the line's,
     # not a new line that the launcher labelled

@@ -42,13 +42,16 @@ class Decoration(NamedTuple):
 SYSLOG_TIME = rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"     # also moreutils' ts
 ISO_TIME = rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
 _NOT_HOSTS = rb"mlx\d|mthca|qib|hfi|rxe|siw|efa|irdma|bnxt|hns|ocrdma|erdma|cxgb|vmw|rdmap|ib|eth|en[opsx]|bond"
+_NOT_PROGRAMS = rb"(?!(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|CRIT|CRITICAL|NOTICE|TRACE|PANIC|ALERT|EMERG)[:\[])"
 DECORATIONS = (
     Decoration("quote", re.compile(rb"[ \t]{0,3}>(?:[ \t]?>){0,7}(?:[ \t]|(?=\n)|$)")),
     # (one blank after it: the line's own indentation is the program's, as fi_info's and ibstat's)
     Decoration("timestamp", re.compile(rb"\[?(?:" + ISO_TIME + b"|" + SYSLOG_TIME + rb")\]?"
                                        rb"(?:[ \t]{1,4}[|:-])?[ \t]")),
+    # (a program's line that starts with its name and a severity word, "PMIX ERROR: ...", behind a time that
+    # moreutils' ts or kubectl put there, is not a host and a program: only the time comes off)
     Decoration("syslog", re.compile(rb"(?:" + SYSLOG_TIME + b"|" + ISO_TIME + rb") "
-                                    rb"[\w.-]{1,64} [^\s:\[\]]{1,64}(?:\[\d{1,9}\])?: ")),
+                                    rb"[\w.-]{1,64} " + _NOT_PROGRAMS + rb"[^\s:\[\]]{1,64}(?:\[\d{1,9}\])?: ")),
     # (not a listing's own numbering: `ip -o addr` repeats an interface's, "2: eth0    inet", "2: eth0    inet6";
     # `rdma dev` and `ip link` number each line once, "0: mlx5_0: node_type", "2: eth0: <BROADCAST")
     Decoration("srun", re.compile(rb"[ \t]{0,6}(?P<label>\d{1,6}): "
