@@ -67,8 +67,8 @@ KNOWN_MISSES = {
         "a healthy rxe0 ibv_devinfo (PORT_ACTIVE) alone: a device listing is not evidence of a working path (no "
         "program ran), so rdmadoctor says unknown, never ok"),
     "mercury-596-fi-tsend-ebadf": (
-        "Mercury NA OFI's 'fi_tsend() failed, rc: -9 (Bad file descriptor)' has no catalogue entry yet; EBADF alone "
-        "could not name the author's own I/O-interception layer anyway, only rank application-bug first"),
+        "Mercury NA OFI's 'fi_tsend() failed, rc: -9 (Bad file descriptor)' is read (MERCURY-OFI-CALL-FAILED), but "
+        "EBADF alone cannot name the author's own I/O-interception layer: application-bug is a candidate, not first"),
     "ucx-py-344-sockcm-badfd-known": (
         "UCX 1.7 sockcm's 'send(fd=-1) failed: Bad file descriptor' in a run that worked, which the maintainer called "
         "a known issue; UCX's source has not shown it to be a harmless teardown print, so rdmadoctor claims nothing"),
