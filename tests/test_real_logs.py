@@ -36,6 +36,15 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "azhpc-images-154-an-rate-40-healthcheck": (
+        "azhpc-images' old test-ib.sh counted the Accelerated Networking Ethernet VF (mlx5_an0, 40 Gb/s) as an IB "
+        "port; the paste holds only the script's verdict, no ibstatus, so rdmadoctor cannot call it healthy: a "
+        "warning symptom that ranks benign-warning before link-rate-low and asks for ibstatus per port"),
+    "dspark-pr95-healthy-gid3": (
+        "NCCL init-only lines with no completed collective: nothing in the paste is a result, so never ok"),
+    "dsv41-14-reg-mr-enomem-kernel": (
+        "ENOMEM from ibv_reg_mr_iova2 was a kernel pinning defect per the thread; nothing in the paste tells it from "
+        "memlock-limit, which is ranked first"),
     "cscs-nccl-tests-cxi-hook-disabled-slow": (
         "a completed 2-node nccl-tests run (0 wrong, 1.59 GB/s average bus bandwidth) with no NCCL INFO lines: "
         "without the transport NCCL chose (NET/Socket vs the OFI plugin) or an expected bandwidth, nothing in the "
