@@ -36,6 +36,13 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "amzn-drivers-308-efa-mofed-headers": (
+        "only the EFA probe lines and a '[ cut here ]' were readable: nothing in the paste shows the module was built "
+        "against MLNX_OFED's ofa_kernel headers (no build path, no WARNING line or trace), so "
+        "kernel-module-build-mismatch cannot be read from it"),
+    "rr-361-sa6400-mlxfw-missing": (
+        "mlx5_core's firmware version line inside DSM and a healthy probe in the loader; no line shows the missing "
+        "mlxfw module (no 'Unknown symbol', no modprobe error), only the absent eth the thread describes"),
     "azhpc-images-154-an-rate-40-healthcheck": (
         "azhpc-images' old test-ib.sh counted the Accelerated Networking Ethernet VF (mlx5_an0, 40 Gb/s) as an IB "
         "port; the paste holds only the script's verdict, no ibstatus, so rdmadoctor cannot call it healthy: a "
