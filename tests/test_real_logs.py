@@ -36,6 +36,14 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "fastswap-4-queue-count-mismatch": (
+        "fastswap_rdma's 'cm_handler msg: rejected (8) status 28' is an rdma_cm REJECTED with IB CM reason 28 "
+        "(consumer-defined: the rmserver program refused the connection); that the server was built for fewer queues "
+        "than the client's online CPUs is only the reporter's closing comment, nothing in the dmesg shows the counts"),
+    "rlib-4-path-mtu-4096": (
+        "one rlib 'poll till completion error: 12 transport retry counter exceeded' line with no device listing: "
+        "rlib's hardcoded path MTU 4096 above the port's active MTU 1024 came from the reporter's ibv_devinfo in the "
+        "thread, not the paste; mtu-mismatch is among the ranked candidates"),
     "amzn-drivers-308-efa-mofed-headers": (
         "only the EFA probe lines and a '[ cut here ]' were readable: nothing in the paste shows the module was built "
         "against MLNX_OFED's ofa_kernel headers (no build path, no WARNING line or trace), so "
