@@ -36,6 +36,13 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "rdmacore-1039-efa-mac-args": (
+        "IndexError in rdma-core's tests/base.py _select_config() ('self.mac_addr = args[4]'): the test program's own "
+        "argument list; nothing in the paste is an RDMA message, and the IndexError alone is not read as a cause"),
+    "rdmacore-hns-raw-qp-einval": (
+        "pyverbs 'Failed to create QP. Errno: 22' with no provider named in the paste: EINVAL is ranked "
+        "device-limit-exceeded first and driver-bug (libhns returning EINVAL for an unsupported QP type, rdma-core "
+        "fd8020e) second; the paste cannot tell them apart"),
     "fastswap-4-queue-count-mismatch": (
         "fastswap_rdma's 'cm_handler msg: rejected (8) status 28' is an rdma_cm REJECTED with IB CM reason 28 "
         "(consumer-defined: the rmserver program refused the connection); that the server was built for fewer queues "
