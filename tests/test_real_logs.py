@@ -207,6 +207,10 @@ KNOWN_MISSES = {
         "bisected, and named the wrong commit, so rdmadoctor stays 'unknown' with the registration candidates"),
     "verbs-tools-lore-20210222-rc-pingpong-couldnt-create-cq": (
         "'Couldn't create CQ' alone; a kernel update fixed it (userspace-kernel-mismatch, among the candidates)"),
+    "ksmbd-609-mlx5-post-send-crash": (
+        "ksmbd debug lines and a bare 'Modules linked in:' list: the oops header and frames (the fault in "
+        "mlx5_ib_post_send the maintainer named) are not in the paste, so nothing shows a crash or which driver "
+        "faulted"),
 }
 
 
