@@ -211,6 +211,20 @@ KNOWN_MISSES = {
         "ksmbd debug lines and a bare 'Modules linked in:' list: the oops header and frames (the fault in "
         "mlx5_ib_post_send the maintainer named) are not in the paste, so nothing shows a crash or which driver "
         "faulted"),
+    "mercury-297-iface-vs-domain": (
+        "CaRT's 'crt_na_ofi_config_init() no IP addr found.' only says no interface of the OFI_INTERFACE name has an "
+        "IPv4 address (crt_init.c): the line cannot tell a device name given as OFI_INTERFACE (wrong-device-name, "
+        "first) from the Mercury/CaRT limitation of mercury#297 (library-bug, third)"),
+    "mooncake-1143-e810-modify-qp-init": (
+        "only ifconfig and ibstat of a healthy Active irdma port: Mooncake's '[Handshake] Failed to modify QP to "
+        "INIT' line was not in the stored paste, so nothing in it is a failure"),
+    "spdk-3300-e810-inbox-irdma-freeze": (
+        "an SPDK autotest that hangs after 'NVMe/RDMA Target Listening' with no error line: that the inbox ice/irdma "
+        "drivers caused the freeze is only the maintainer's comparison with the out-of-tree drivers"),
+    "ucar-cheyenne-retry-exceeded-switch-failure": (
+        "a bare UCX 'Transport retry count exceeded on mlx5_0:1/IB' (no head, no syndrome) on an InfiniBand port: the "
+        "retry-exceeded symptom ranks port-down and peer-process-exited before packet-loss (third); the two failed "
+        "switches are only in CISL's prose, and HPE MPT's lines are closed source and not catalogued"),
 }
 
 
