@@ -276,6 +276,15 @@ def test_corpus_is_well_formed():
     assert set(KNOWN_MISSES) <= {f.name for f in FIXTURES}
 
 
+def test_fixture_links_stay_inside_the_repository():
+    """A fixture that links to a folder outside the checkout (a probe's scratch copy) is missing on a clean one;
+    links are kept only where a recorded sysfs tree has them, and they resolve inside the repository."""
+    repo = REAL.parent.parent
+    outside = [str(p.relative_to(repo)) for p in REAL.parent.rglob("*")
+               if p.is_symlink() and not p.resolve().is_relative_to(repo)]
+    assert outside == []
+
+
 @pytest.mark.parametrize("fixture", [_param(f, with_misses=False) for f in FIXTURES])
 def test_real_log_parses(fixture):
     meta = _meta(fixture)
