@@ -225,6 +225,18 @@ KNOWN_MISSES = {
         "a bare UCX 'Transport retry count exceeded on mlx5_0:1/IB' (no head, no syndrome) on an InfiniBand port: the "
         "retry-exceeded symptom ranks port-down and peer-process-exited before packet-loss (third); the two failed "
         "switches are only in CISL's prose, and HPE MPT's lines are closed source and not catalogued"),
+    "ompi-users-2009-8599-retry-exceeded-default-timeout": (
+        "the 1.3.0/1.3.1 ACK-timeout defect is in the thread, not the paste: the help text's '(defaulted to 10)' is the "
+        "same static text in v1.2.9-v1.4.5, so no line shows the release; rdmadoctor stays unknown with the "
+        "retry-exceeded candidates"),
+    "ompi-faq-default-gid-prefix": (
+        "the same [default subnet prefix] warning is benign-warning (high) in ompi-users-2007-4626 and "
+        "cross-rail-connection in the FAQ; the paste cannot tell one fabric from separate ones, so the symptom ranks "
+        "benign-warning first and cross-rail-connection second"),
+    "ompi-underworld2-223-fork-warning-import": (
+        "the same fork() warning block is labelled fork-unsafe in pyaesar-readme-ompi-fork-warning; Open MPI's text "
+        "warns of memory corruption, so the symptom ranks fork-unsafe first and benign-warning second; the paste "
+        "cannot show whether the children exec at once"),
 }
 
 
