@@ -226,8 +226,8 @@ KNOWN_MISSES = {
         "retry-exceeded symptom ranks port-down and peer-process-exited before packet-loss (third); the two failed "
         "switches are only in CISL's prose, and HPE MPT's lines are closed source and not catalogued"),
     "ompi-users-2009-8599-retry-exceeded-default-timeout": (
-        "the 1.3.0/1.3.1 ACK-timeout defect is in the thread, not the paste: the help text's '(defaulted to 10)' is the "
-        "same static text in v1.2.9-v1.4.5, so no line shows the release; rdmadoctor stays unknown with the "
+        "the 1.3.0/1.3.1 ACK-timeout defect is in the thread, not the paste: the help text's '(defaulted to 10)' is "
+        "the same static text in v1.2.9-v1.4.5, so no line shows the release; rdmadoctor stays unknown with the "
         "retry-exceeded candidates"),
     "ompi-faq-default-gid-prefix": (
         "the same [default subnet prefix] warning is benign-warning (high) in ompi-users-2007-4626 and "
@@ -237,6 +237,12 @@ KNOWN_MISSES = {
         "the same fork() warning block is labelled fork-unsafe in pyaesar-readme-ompi-fork-warning; Open MPI's text "
         "warns of memory corruption, so the symptom ranks fork-unsafe first and benign-warning second; the paste "
         "cannot show whether the children exec at once"),
+    "lr-2021-enhanced-ipoib-child-mtu": (
+        "the MTU mismatch shows only in an 'ip link list' listing (child ib0.dddd mtu 4092 above parent ib0 mtu 2044): "
+        "no log line names it, and no listing reader compares a child's MTU with its parent's"),
+    "lr-2024-mlx5-fw-num-plane-no-issm-opensm": (
+        "the evidence is an 'ls /sys/class/infiniband_mad/' with no issm* entries on the bad kernel: no line names the "
+        "firmware, and no listing reader tells a missing issm device apart"),
 }
 
 
