@@ -295,8 +295,8 @@ def test_corpus_is_well_formed():
 
 
 def test_fixture_links_stay_inside_the_repository():
-    """A fixture that links to a folder outside the checkout (a probe's scratch copy) is missing on a clean one;
-    links are kept only where a recorded sysfs tree has them, and they resolve inside the repository."""
+    """A fixture that links to a folder outside the checkout (a probe's scratch copy) is missing on a clean one,
+    so every link under fixtures/ (a recorded sysfs tree has many) must resolve inside the repository."""
     repo = REAL.parent.parent
     outside = [str(p.relative_to(repo)) for p in REAL.parent.rglob("*")
                if p.is_symlink() and not p.resolve().is_relative_to(repo)]
