@@ -1,6 +1,6 @@
 """The host facts a paste shows: device listings (ibv_devinfo [-v], ibstat, ibstatus, `rdma link`, `rdma system`,
-show_gids, ibdev2netdev) read into the facts document's form (rdmadoctor/collectors/__init__.py), so that rules
-read them as they read `check`'s facts.
+show_gids, ibdev2netdev, `ip link`/`ip addr`, `ls /sys/class/infiniband_mad`) read into the facts document's form
+(rdmadoctor/collectors/__init__.py), so that rules read them as they read `check`'s facts.
 
 A paste shows part of a host. Only what it shows is filled in: a section the paste does not show is left out
 (the view then says it was not read), a port whose GIDs were not listed has `gids` None (not an empty table),
@@ -9,6 +9,13 @@ listing before and after) keeps its last state in `state` and every state it was
 `states_shown` (a state shown again right after itself is not repeated). Two observations about the paste's own runs
 are added to each port: `named` (a run of the paste names this device: True; names only other devices:
 False; names none: None) and `gid_selected` (the GID of the index the runs chose, when the paste lists it).
+
+ibstat before infiniband-diags 1.5.5 (commit 1226619d6, 2010, "print link layer for RoCEE support") prints no
+"Link layer" line: it predates RoCE, so a port it shows is InfiniBand. A port of an ibstat listing without that line
+is read as InfiniBand only when no port of the listing shows one (an old ibstat, not a paste cut before the line)
+and the port's block was pasted whole: State, Physical state, Base lid, SM lid and its last line, Port GUID, all
+shown, and a recognised line follows the Port GUID in the same input (a paste cut after "Capability mask" or after
+"Port GUID" may be a RoCE port of a current ibstat).
 """
 from __future__ import annotations
 
@@ -26,8 +33,12 @@ LISTING = DEVICE_HEADERS + (
     "VERBS.DEVINFO_PHYS_STATE", "VERBS.DEVINFO_ACTIVE_MTU", "VERBS.DEVINFO_MAX_MTU", "VERBS.DEVINFO_LIDS",
     "VERBS.LINK_LAYER", "VERBS.DEVINFO_GID", "VERBS.IBSTAT_PORT", "VERBS.IBSTAT_STATE", "VERBS.IBSTAT_PHYS_STATE",
     "VERBS.IBSTAT_RATE", "VERBS.IBSTAT_LIDS", "VERBS.IBSTAT_LINK_LAYER", "VERBS.IBSTATUS_PORT",
-    "VERBS.IBSTATUS_STATE", "VERBS.IBSTATUS_RATE", "VERBS.RDMA_LINK", "VERBS.SHOW_GIDS_ROW", "VERBS.IBDEV2NETDEV",
-    "VERBS.RDMA_SYSTEM_NETNS")
+    "VERBS.IBSTATUS_STATE", "VERBS.IBSTATUS_RATE", "VERBS.IBSTAT_PORT_GUID", "VERBS.RDMA_LINK", "VERBS.SHOW_GIDS_ROW",
+    "VERBS.IBDEV2NETDEV", "VERBS.RDMA_SYSTEM_NETNS", "VERBS.IP_LINK", "VERBS.IP_LINK_TYPE", "VERBS.UMAD_CLASS_LS",
+    "VERBS.UMAD_CLASS_ENTRY", "VERBS.UMAD_CLASS_NAMES")
+# the lines of an ibstat port block pasted whole, as an ibstat without "Link layer" prints it (Port GUID is its last)
+_IBSTAT_BLOCK = ("state", "phys_state", "lid", "sm_lid", "port_guid")
+_IBSTAT_LINES = ("VERBS.IBSTAT_STATE", "VERBS.IBSTAT_PHYS_STATE", "VERBS.IBSTAT_LIDS", "VERBS.IBSTAT_PORT_GUID")
 
 # ibv_devinfo's and ibstat's words for the port states -> the kernel's (sysfs `state`, as collectors read it)
 _STATE = {"PORT_NOP": "NOP", "PORT_DOWN": "DOWN", "PORT_INIT": "INIT", "PORT_ARMED": "ARMED",
@@ -76,6 +87,11 @@ class _Listing:
         self.port: Optional[int] = None
         self.links: Dict[str, Dict[str, Any]] = {}
         self.netns_mode: Optional[str] = None
+        # the interface an `ip link` line printed last: the "link/<type>" line after it gives its type
+        self._last_link: Optional[str] = None
+        # each listing of /sys/class/infiniband_mad, in order: the umad and issm entries it showed
+        self.umad_listings: List[Dict[str, List[str]]] = []
+        self._umad_open = False
         # the line that showed each port fact set through _set: (device, port, fact) -> its message
         self.shown_by: Dict[Tuple[str, int, str], Message] = {}
         self._reading: Optional[Message] = None
@@ -102,6 +118,10 @@ class _Listing:
         reader = _READERS.get(m.id)
         if reader is not None:
             self._reading = m
+            if m.id != "VERBS.IP_LINK_TYPE":
+                self._last_link = None
+            if not m.id.startswith("VERBS.UMAD_CLASS_"):
+                self._umad_open = False     # a listing of the class ends at the next listing line of another kind
             reader(self, m.fields)
 
     # One reader per kind of listing line. Lines without a device or port of their own (ibv_devinfo's and
@@ -160,6 +180,12 @@ class _Listing:
     def _link_layer(self, f: Dict[str, Any]) -> None:
         self._set("link_layer", _LINK_LAYER.get(str(f.get("link_layer", "")).lower()))
 
+    def _port_guid(self, f: Dict[str, Any]) -> None:
+        # only noted as shown (the block reached its last line): no rule reads the GUID itself
+        p = self.port_of()
+        if p is not None and self.device is not None and self._reading is not None and f.get("port_guid"):
+            self.shown_by[(self.device, p["port"], "port_guid")] = self._reading
+
     def _rate(self, f: Dict[str, Any]) -> None:
         rate = f.get("rate")
         try:
@@ -207,6 +233,46 @@ class _Listing:
 
     def _netns_mode(self, f: Dict[str, Any]) -> None:
         self.netns_mode = f.get("netns_mode")
+
+    def _ip_link(self, f: Dict[str, Any]) -> None:
+        name = f.get("netdev")
+        if not name:
+            return
+        link = self.links.setdefault(name, {"ifname": name})
+        flags = [w for w in str(f.get("flags") or "").split(",") if w]
+        link["mtu"] = _int(f.get("mtu"))
+        link["admin_up"] = "UP" in flags
+        # "@NONE" and "@if12" (a peer in another namespace) name no interface of this listing
+        parent = f.get("parent")
+        if parent and parent != "NONE" and not re.fullmatch(r"if\d+", parent):
+            link["parent"] = parent
+        self._last_link = name
+
+    def _ip_link_type(self, f: Dict[str, Any]) -> None:
+        if self._last_link is not None and f.get("link_type"):
+            self.links[self._last_link]["link_type"] = f["link_type"]
+        self._last_link = None
+
+    def _umad_ls(self, f: Dict[str, Any]) -> None:
+        self.umad_listings.append({"umad": [], "issm": []})
+        self._umad_open = True
+
+    def _umad_entry(self, f: Dict[str, Any]) -> None:
+        self._umad_names([f"{f.get('entry')}{f.get('number')}"])
+
+    def _umad_short(self, f: Dict[str, Any]) -> None:
+        self._umad_names(re.findall(r"(?:umad|issm)\d+", str(f.get("names") or "")))
+
+    def _umad_names(self, names: List[str]) -> None:
+        """Adds a listing's entries; without the ls command line, an entry already listed starts the next listing
+        (a second ls whose command line was not pasted)."""
+        current = self.umad_listings[-1] if self.umad_listings and self._umad_open else None
+        if current is None or any(n in current[n[:4]] for n in names):
+            current = {"umad": [], "issm": []}
+            self.umad_listings.append(current)
+        self._umad_open = True
+        for n in names:
+            current[n[:4]].append(n)
 
     def _set(self, name: str, value: Any) -> None:
         p = self.port_of()
@@ -264,12 +330,18 @@ _READERS: Dict[str, Callable[[_Listing, Dict[str, Any]], None]] = {
     "VERBS.LINK_LAYER": _Listing._link_layer,
     "VERBS.IBSTAT_LINK_LAYER": _Listing._link_layer,
     "VERBS.IBSTAT_RATE": _Listing._rate,
+    "VERBS.IBSTAT_PORT_GUID": _Listing._port_guid,
     "VERBS.IBSTATUS_RATE": _Listing._rate,
     "VERBS.DEVINFO_GID": _Listing._devinfo_gid,
     "VERBS.RDMA_LINK": _Listing._rdma_link,
     "VERBS.SHOW_GIDS_ROW": _Listing._show_gids_row,
     "VERBS.IBDEV2NETDEV": _Listing._ibdev2netdev,
     "VERBS.RDMA_SYSTEM_NETNS": _Listing._netns_mode,
+    "VERBS.IP_LINK": _Listing._ip_link,
+    "VERBS.IP_LINK_TYPE": _Listing._ip_link_type,
+    "VERBS.UMAD_CLASS_LS": _Listing._umad_ls,
+    "VERBS.UMAD_CLASS_ENTRY": _Listing._umad_entry,
+    "VERBS.UMAD_CLASS_NAMES": _Listing._umad_short,
 }
 
 
@@ -365,6 +437,7 @@ def selected_gid_indexes(runs: Iterable[Run]) -> Set[int]:
 
 def _listing(runs: Iterable[Run], sources: List[str]) -> Optional[_Listing]:
     """The devices and ports the input's listing lines show (None when it shows none)."""
+    runs = list(runs)       # read twice: the listing lines, then where each input's last line is
     messages = _ordered(runs, sources)
     if not messages:
         return None
@@ -375,7 +448,27 @@ def _listing(runs: Iterable[Run], sources: List[str]) -> Optional[_Listing]:
         for p in dev["ports"].values():
             if p["link_layer"] is None and any(g.get("ipv4") for g in p["gids"] or []):
                 p["link_layer"] = "Ethernet"        # IPv4-mapped GIDs exist only on RoCE ports
+    _old_ibstat_ports(listing, runs)
     return listing
+
+
+def _old_ibstat_ports(listing: _Listing, runs: Iterable[Run]) -> None:
+    """The ports of an ibstat that prints no "Link layer" (before 2010, see the module's text) are InfiniBand. An
+    ibstat port is one whose state an ibstat line showed (its "CA '<name>'" header is shared with perftest's)."""
+    ports = [(name, p) for name, dev in listing.devices.items() for p in dev["ports"].values()
+             if getattr(listing.shown_by.get((name, p["port"], "state")), "id", None) == "VERBS.IBSTAT_STATE"]
+    if not ports or any(p["link_layer"] is not None for _, p in ports):
+        return
+    last_line: Dict[str, int] = {}
+    for run in runs:
+        for m in run.messages:
+            last_line[m.source] = max(last_line.get(m.source, 0), m.line)
+    for name, p in ports:
+        shown = [listing.shown_by.get((name, p["port"], fact)) for fact in _IBSTAT_BLOCK]
+        guid = shown[-1]
+        whole = all(m is not None and m.id in _IBSTAT_LINES for m in shown)
+        if whole and guid is not None and last_line.get(guid.source, 0) > guid.line:
+            p["link_layer"] = "InfiniBand"
 
 
 def listed_ports(runs: Iterable[Run], sources: List[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Message]]]:
@@ -408,9 +501,14 @@ def facts_of(runs: List[Run], sources: List[str]) -> Optional[Dict[str, Any]]:
     if devices:
         sections["devices"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
                                "data": {"devices": devices, "rdma_subsystem": True}}
+    kernel: Dict[str, Any] = {}
     if listing.netns_mode:
+        kernel["rdma_netns_mode"] = listing.netns_mode
+    if listing.umad_listings:
+        kernel["umad_class"] = {"listings": listing.umad_listings}
+    if kernel:
         sections["kernel"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
-                              "data": {"rdma_netns_mode": listing.netns_mode}}
+                              "data": kernel}
     if listing.links:
         sections["netlink"] = {"status": "partial", "source": "paste", "reason": "only what the paste shows",
                                "data": {"links": list(listing.links.values())}}

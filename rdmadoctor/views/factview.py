@@ -198,6 +198,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
                        for line in ((kernel.get("log") or {}).get("lines") or [])
                        if line.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
+        "netdev_children": _children(links),
+        "umad_class": _umad_class(kernel.get("umad_class")),
         "peer": None,
     }
     for v in (v for v in firewall.get("verdicts") or [] if isinstance(v, dict)):
@@ -230,6 +232,38 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view
+
+
+def _children(links: Dict[Any, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The interfaces on a lower device of this host (`ip link` prints them "ib0.8001@ib0"), each with its parent's
+    MTU and link type, so a rule can compare the two."""
+    out = []
+    for name, link in links.items():
+        parent = links.get(link.get("parent"))
+        if parent is None:
+            continue
+        mtu, parent_mtu = link.get("mtu"), parent.get("mtu")
+        above = isinstance(mtu, int) and isinstance(parent_mtu, int) and mtu > parent_mtu
+        out.append({"label": f"{name} (on {parent.get('ifname')})", "ifname": name, "parent": parent.get("ifname"),
+                    "mtu": mtu, "parent_mtu": parent_mtu, "mtu_above_parent": above, "link_type": link.get("link_type"),
+                    "parent_link_type": parent.get("link_type"),
+                    "ipoib": "infiniband" in (link.get("link_type"), parent.get("link_type"))})
+    return out
+
+
+def _umad_class(shown: Any) -> Optional[Dict[str, Any]]:
+    """The umad and issm entries of /sys/class/infiniband_mad a paste listed (None: it listed none). A paste may list
+    it more than once (before and after a kernel change): the last listing is the state, and `issm_lost` names the
+    issm entries an earlier listing showed that the last one lacks while it still shows their port's umad entry."""
+    listings = [x for x in (shown or {}).get("listings") or [] if isinstance(x, dict)]
+    if not listings:
+        return None
+    last = listings[-1]
+    umad, issm = list(last.get("umad") or []), list(last.get("issm") or [])
+    earlier = {n for x in listings[:-1] for n in x.get("issm") or []}
+    return {"listings": len(listings), "umad": umad, "issm": issm,
+            "umad_without_issm": [u for u in umad if "issm" + u[4:] not in issm],
+            "issm_lost": sorted(n for n in earlier if n not in issm and "umad" + n[4:] in umad)}
 
 
 SOFTWARE_DRIVERS = ("rxe", "rdma_rxe", "siw")

@@ -110,6 +110,20 @@ HOST: Dict[str, Any] = {
                                                             "QP error, not a device fault)"}],
     "versions": {"*": "a version string (rdma_core, perftest, perftest_protocol_version, kernel, os, pyverbs, "
                       "providers, ...), or a map of them (tools, sources)"},
+    "netdev_children": [{"label": "'ib0.8001 (on ib0)'", "ifname": "an interface on a lower device (an IPoIB child, "
+                                                              "a VLAN), as a pasted `ip link` shows it",
+                         "parent": "its parent interface", "mtu": "its MTU", "parent_mtu": "the parent's MTU",
+                         "mtu_above_parent": "both MTUs shown, the child's the larger",
+                         "link_type": "its link type (infiniband, ether; None: not shown)",
+                         "parent_link_type": "the parent's link type",
+                         "ipoib": "the child or its parent is shown as link/infiniband"}],
+    "umad_class": {"listings": "how many listings of /sys/class/infiniband_mad the paste shows (the view is None "
+                               "when it shows none)",
+                   "umad": ["a umad entry of the last listing (umad0)"],
+                   "issm": ["an issm entry of the last listing (issm0)"],
+                   "umad_without_issm": ["a umad entry of the last listing whose issm entry it lacks"],
+                   "issm_lost": ["an issm entry an earlier listing showed and the last one lacks, its umad entry "
+                                 "still there"]},
     "peer": {"address": "the --peer address", "route_ifname": "the netdev the route to it leaves through",
              "route_src": "the source address of that route", "route_gateway": "its gateway",
              "route_error": "why there is no route", "route_type": "unicast | local | ...",
