@@ -237,12 +237,6 @@ KNOWN_MISSES = {
         "the same fork() warning block is labelled fork-unsafe in pyaesar-readme-ompi-fork-warning; Open MPI's text "
         "warns of memory corruption, so the symptom ranks fork-unsafe first and benign-warning second; the paste "
         "cannot show whether the children exec at once"),
-    "lr-2021-enhanced-ipoib-child-mtu": (
-        "the MTU mismatch shows only in an 'ip link list' listing (child ib0.dddd mtu 4092 above parent ib0 mtu 2044): "
-        "no log line names it, and no listing reader compares a child's MTU with its parent's"),
-    "lr-2024-mlx5-fw-num-plane-no-issm-opensm": (
-        "the evidence is an 'ls /sys/class/infiniband_mad/' with no issm* entries on the bad kernel: no line names the "
-        "firmware, and no listing reader tells a missing issm device apart"),
 }
 
 
