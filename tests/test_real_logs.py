@@ -233,6 +233,15 @@ KNOWN_MISSES = {
         "the same [default subnet prefix] warning is benign-warning (high) in ompi-users-2007-4626 and "
         "cross-rail-connection in the FAQ; the paste cannot tell one fabric from separate ones, so the symptom ranks "
         "benign-warning first and cross-rail-connection second"),
+    "users-2015-10-27881-sriov-multi-vf": (
+        "the paste shows only RETRY EXCEEDED with Local device mlx4_14; that every SR-IOV VF is visible in the "
+        "containers (the thread's cause) is not in the log, only a high device index"),
+    "siw-provider-wrong-match": (
+        "the paste is the reporter's own debug prints from an instrumented rdma-core, not any stock program's "
+        "output"),
+    "rdmacm-loopback-enodev": (
+        "the only log is a healthy ibv_devinfo; the rdma_create_ep ENODEV for 127.0.0.1 is in the reporter's prose "
+        "only"),
     "ompi-underworld2-223-fork-warning-import": (
         "the same fork() warning block is labelled fork-unsafe in pyaesar-readme-ompi-fork-warning; Open MPI's text "
         "warns of memory corruption, so the symptom ranks fork-unsafe first and benign-warning second; the paste "
