@@ -94,3 +94,17 @@ def test_ibstat_listing_with_a_link_layer_is_read_as_printed():
     second = ("CA 'mlx5_1'\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tBase lid: 0\n"
               "\t\tSM lid: 0\n\t\tPort GUID: 0x0208f10403992be1\n\t\tLink layer: Ethernet\n")
     assert _link_layers(OLD_IBSTAT + second) == [None, "Ethernet"]
+
+
+def test_saved_facts_of_any_shape_give_no_child_and_no_umad_class():
+    """A facts file given to `check --from` is checked against the schema, which leaves the kernel section's data and a
+    link's parent open: shapes no paste gives are left out, not raised on."""
+    facts = {"sections": {
+        "kernel": {"status": "ok", "data": {"umad_class": {"listings": [5, {"umad": "umad0", "issm": [1, None]}]}}},
+        "netlink": {"status": "ok", "data": {"links": [{"ifname": "ib0", "parent": ["ib1"], "mtu": 4092},
+                                                       {"ifname": "ib1", "parent": "ib1", "mtu": 2044}]}}}}
+    view = factview.build(facts)
+    assert view["netdev_children"] == []
+    assert view["umad_class"] == {"listings": 1, "umad": [], "issm": [], "umad_without_issm": [], "issm_lost": []}
+    facts["sections"]["kernel"]["data"]["umad_class"] = [1, 2]
+    assert factview.build(facts)["umad_class"] is None

@@ -239,7 +239,9 @@ def _children(links: Dict[Any, Dict[str, Any]]) -> List[Dict[str, Any]]:
     MTU and link type, so a rule can compare the two."""
     out = []
     for name, link in links.items():
-        parent = links.get(link.get("parent"))
+        # a saved facts file is read as it comes: a parent that is no interface name names none
+        parent_name = link.get("parent")
+        parent = links.get(parent_name) if isinstance(parent_name, str) and parent_name != name else None
         if parent is None:
             continue
         mtu, parent_mtu = link.get("mtu"), parent.get("mtu")
@@ -254,13 +256,18 @@ def _children(links: Dict[Any, Dict[str, Any]]) -> List[Dict[str, Any]]:
 def _umad_class(shown: Any) -> Optional[Dict[str, Any]]:
     """The umad and issm entries of /sys/class/infiniband_mad a paste listed (None: it listed none). A paste may list
     it more than once (before and after a kernel change): the last listing is the state, and `issm_lost` names the
-    issm entries an earlier listing showed that the last one lacks while it still shows their port's umad entry."""
-    listings = [x for x in (shown or {}).get("listings") or [] if isinstance(x, dict)]
+    issm entries an earlier listing showed that the last one lacks while it still shows their port's umad entry.
+    A saved facts file is read as it comes: entries that are not such names are left out."""
+    def names(listing: Dict[str, Any], kind: str) -> List[str]:
+        given = listing.get(kind)
+        return [n for n in given if isinstance(n, str) and n.startswith(kind)] if isinstance(given, list) else []
+
+    given = shown.get("listings") if isinstance(shown, dict) else None
+    listings = [x for x in given if isinstance(x, dict)] if isinstance(given, list) else []
     if not listings:
         return None
-    last = listings[-1]
-    umad, issm = list(last.get("umad") or []), list(last.get("issm") or [])
-    earlier = {n for x in listings[:-1] for n in x.get("issm") or []}
+    umad, issm = names(listings[-1], "umad"), names(listings[-1], "issm")
+    earlier = {n for x in listings[:-1] for n in names(x, "issm")}
     return {"listings": len(listings), "umad": umad, "issm": issm,
             "umad_without_issm": [u for u in umad if "issm" + u[4:] not in issm],
             "issm_lost": sorted(n for n in earlier if n not in issm and "umad" + n[4:] in umad)}
