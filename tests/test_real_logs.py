@@ -246,6 +246,13 @@ KNOWN_MISSES = {
         "the same fork() warning block is labelled fork-unsafe in pyaesar-readme-ompi-fork-warning; Open MPI's text "
         "warns of memory corruption, so the symptom ranks fork-unsafe first and benign-warning second; the paste "
         "cannot show whether the children exec at once"),
+    "spdk-414-port-error-segfault": (
+        "the paste ends where the queue pair moved to IBV_QPS_ERR after 'Async event: port error' and a status-12 "
+        "completion; the segfault in SPDK's error handling the thread is about is not in it, so port-down is what the "
+        "paste shows"),
+    "ceph-13680-rados-bench-ok": (
+        "rados bench output cut after each bench's first second: no summary and nothing showing the async+rdma "
+        "messenger, so nothing shows a run completed over RDMA, and rdmadoctor rightly does not say ok"),
 }
 
 
