@@ -128,10 +128,6 @@ KNOWN_MISSES = {
         "the stored paste stops before the ncclSystemError the thread reports: NCCL's socket list with docker bridges "
         "and veth link-local interfaces gives wrong-transport-selection (medium) as a warning, not a failure, since "
         "the failing line is not in the paste"),
-    "ucx-3305-ud-timeout-fixed-5016": (
-        "a UD 'Fatal: transport error: Endpoint timeout' with no UCX version in the paste: the thread's fix "
-        "(openucx/ucx#5016) cannot be dated from it, and the same line ends lossy fabrics and dead peers, so it stays "
-        "a symptom ranking peer-process-exited, packet-loss, port-down"),
     "nccl-tests-24-ib-write-bw-rcm-ok": (
         "the server's paste ends at the result header (the copy dropped the rows); a run that hung there looks the "
         "same, so rdmadoctor says unknown with a hang's candidates and asks for the rest, never ok; that it finished "
