@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.collectors import perftest_procs
 from rdmadoctor.collectors.base import CollectContext, Unavailable
@@ -82,9 +82,10 @@ def psutil_listeners(ports: List[int]) -> List[Dict[str, Any]]:
     return out
 
 
-def rdma_processes() -> List[Dict[str, Any]]:
+def rdma_processes(found: List[Tuple[Any, Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """The RDMA test programs among `found` (perftest_procs.processes_named's answer)."""
     return [{"pid": info["pid"], "process": info["name"], "cmdline": info.get("cmdline"), "user": info.get("username")}
-            for _, info in perftest_procs.processes_named(RDMA_TOOLS)]
+            for _, info in found if info.get("name") in RDMA_TOOLS]
 
 
 def cm_ids(ctx: CollectContext) -> Optional[List[Dict[str, Any]]]:
@@ -100,14 +101,22 @@ def cm_ids(ctx: CollectContext) -> Optional[List[Dict[str, Any]]]:
 
 def processes(ctx: CollectContext) -> Dict[str, Any]:
     """The RDMA test programs running here, and perftest's with the ports they listen on
-    (collectors/perftest_procs.py); None for what psutil cannot list."""
+    (collectors/perftest_procs.py); None for what psutil cannot list. The process table is walked once for both
+    (a cluster node runs thousands of processes)."""
+    readers = (("rdma_processes", "RDMA test processes", rdma_processes),
+               ("perftest", "perftest processes", lambda found: perftest_procs.collect(found=found)))
+    try:
+        found = list(perftest_procs.processes_named(frozenset(RDMA_TOOLS) | frozenset(perftest_procs.TOOLS)))
+    except ImportError:
+        return {name: None for name, _, _ in readers}
+    except Exception as exc:     # noqa: BLE001 - psutil.AccessDenied and the like
+        for _, what, _ in readers:
+            ctx.unreadable(what, f"{type(exc).__name__}: {exc}")
+        return {name: None for name, _, _ in readers}
     out: Dict[str, Any] = {}
-    for name, what, reader in (("rdma_processes", "RDMA test processes", rdma_processes),
-                               ("perftest", "perftest processes", perftest_procs.collect)):
+    for name, what, reader in readers:
         try:
-            out[name] = reader()
-        except ImportError:
-            out[name] = None
+            out[name] = reader(found)
         except Exception as exc:     # noqa: BLE001 - psutil.AccessDenied and the like
             out[name] = None
             ctx.unreadable(what, f"{type(exc).__name__}: {exc}")

@@ -242,3 +242,29 @@ def test_versions_live_never_guess(tmp_path):
     sec = one(CollectContext(env={"PATH": str(tmp_path)}), "versions")
     data = sec["data"]
     assert data["rdma_core"] is None and data["sources"]["rdma_core"].startswith("dpkg-query: ")
+
+
+def test_running_programs_of_the_names_asked_are_found_by_their_kernel_name(tmp_path):
+    """Real processes named as perftest's tools (copies of sleep): found by /proc/PID/comm, a name longer than the
+    kernel keeps (raw_ethernet_burst_lat) completed from the command line as psutil does, others passed over."""
+    import shutil
+    import subprocess
+    from rdmadoctor.collectors.perftest_procs import processes_named
+    sleep = shutil.which("sleep")
+    if sleep is None:
+        pytest.skip("no sleep binary")
+    started = []
+    try:
+        for name in ("ib_write_bw", "raw_ethernet_burst_lat", "ib_write_bwx"):
+            program = tmp_path / name
+            shutil.copy(sleep, program)
+            started.append(subprocess.Popen([str(program), "30"]))
+        mine = {p.pid for p in started}
+        found = {info["pid"]: info for _, info in processes_named(("ib_write_bw", "raw_ethernet_burst_lat"))
+                 if info["pid"] in mine}
+        assert sorted(i["name"] for i in found.values()) == ["ib_write_bw", "raw_ethernet_burst_lat"]
+        assert all(i["cmdline"][1:] == ["30"] for i in found.values())
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
