@@ -1025,3 +1025,18 @@ def test_pasted_ports_keep_every_state_they_were_shown_in_in_order():
              for d in facts["sections"]["devices"]["data"]["devices"] for p in d["ports"]}
     assert shown == {("mlx5_0", 1): ("ACTIVE", ["ACTIVE"]), ("mlx5_1", 1): ("ACTIVE", ["DOWN", "ACTIVE"]),
                      ("mlx5_2", 1): ("DOWN", ["ACTIVE", "DOWN"])}
+
+
+def test_a_tie_between_two_forms_of_one_message_goes_to_the_first_in_the_catalogue():
+    """Two forms of one id keyed on different words, matching the same span with as much fixed text: the one the
+    catalogue lists first wins, whichever order the set of a line's words gives their keywords."""
+    from rdmadoctor.logparse.catalog import Catalog, Pattern
+    line = "plugin: Fail to configure sriov; error = Link not found"
+
+    def form(keyword: str, field: str) -> Pattern:
+        return Pattern(id="K8S.SAME", kind="error", phase="setup", keyword=keyword, literal_length=20, curated=True,
+                       source=rf"Fail to configure sriov; error = (?P<{field}>.+)", producer="k8s")
+
+    first, second = form("sriov", "one"), form("configure", "two")
+    assert [m.pattern for m in Catalog([first, second]).find(line)] == [first]
+    assert [m.pattern for m in Catalog([second, first]).find(line)] == [second]

@@ -305,6 +305,13 @@ class Catalog:
         # the ids of messages that report a measurement (a completed run's evidence)
         self.result_ids = frozenset(p.id for p in patterns if p.result)
         self._ids_of: Dict[str, frozenset] = {}
+        self._order: Optional[Dict[int, int]] = None
+
+    def order(self, pattern: Pattern) -> int:
+        """The pattern's place in the catalogue: what settles a tie between two matches (find())."""
+        if self._order is None:
+            self._order = {id(p): i for i, p in enumerate(self.patterns)}
+        return self._order[id(pattern)]
 
     def ids_of(self, producer: str) -> frozenset:
         """The ids of one producer's messages."""
@@ -347,9 +354,11 @@ class Catalog:
         if len(matches) <= 1:
             return matches
         # a catch-all last, curated before generated, more fixed text first, then perftest's catalogue before the
-        # others (a tie must not depend on set order), then leftmost
+        # others, then leftmost, then the catalogue's order: candidates() come in the order of a set of words, which
+        # changes from one process to the next, so a tie must not be left to it
+        order = self.order
         matches.sort(key=lambda m: (m.pattern.fallback, not m.pattern.curated, -m.pattern.literal_length,
-                                    m.pattern.producer != "perftest", m.start, m.pattern.id))
+                                    m.pattern.producer != "perftest", m.start, m.pattern.id, order(m.pattern)))
         chosen: List[Match] = []
         for m in matches:
             if all(m.end <= c.start or m.start >= c.end for c in chosen):
