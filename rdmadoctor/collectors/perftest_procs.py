@@ -61,16 +61,15 @@ def _candidates(names: Collection[str]) -> Iterator[Any]:
         yield process
 
 
-def collect(process_iter: Optional[Callable[..., Iterable[Any]]] = None,
-            found: Optional[Iterable[Tuple[Any, Dict[str, Any]]]] = None) -> List[Dict[str, Any]]:
-    """Every perftest process: tool, cmdline, the TCP ports it listens on, whether it holds an established
-    connection (a run in progress), pid and user. `found`: processes_named's answer for names that include TOOLS,
-    when the caller has walked the process table already."""
+def collect(found: Iterable[Tuple[Any, Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Every perftest process among `found` (processes_named's answer for names that include TOOLS: the caller walks
+    the process table once for all it lists): tool, cmdline, the TCP ports it listens on, whether it holds an
+    established connection (a run in progress), pid and user."""
     import psutil
     out = []
-    named = processes_named(TOOLS, process_iter) if found is None else \
-        ((p, info) for p, info in found if info.get("name") in TOOLS)
-    for p, info in named:
+    for p, info in found:
+        if info.get("name") not in TOOLS:
+            continue
         listening, connected = [], False
         try:
             conns = p.net_connections(kind="tcp") if hasattr(p, "net_connections") else p.connections(kind="tcp")

@@ -104,7 +104,7 @@ def processes(ctx: CollectContext) -> Dict[str, Any]:
     (collectors/perftest_procs.py); None for what psutil cannot list. The process table is walked once for both
     (a cluster node runs thousands of processes)."""
     readers = (("rdma_processes", "RDMA test processes", rdma_processes),
-               ("perftest", "perftest processes", lambda found: perftest_procs.collect(found=found)))
+               ("perftest", "perftest processes", perftest_procs.collect))
     try:
         found = list(perftest_procs.processes_named(frozenset(RDMA_TOOLS) | frozenset(perftest_procs.TOOLS)))
     except ImportError:
