@@ -34,7 +34,10 @@ RETRANSMIT = ("retry", "retrans", "local_ack_timeout", "slow_restart")
 # receiver-not-ready NAKs and their retries (rnr_nak_retry_err, retry_rnr_exceeded_err) are the receiver's pace, not
 # loss: left out of both lists, as the pasted counters' catalogue (knowledge/messages/counters.toml) leaves them out
 NOT_LOSS = ("rnr",)
-OUT_OF_SEQUENCE = ("out_of_seq", "seq_err", "out_of_sequence", "duplicate_request", "implied_nak")
+OUT_OF_SEQUENCE = ("out_of_seq", "seq_err", "out_of_sequence", "implied_nak")
+# the responder counts each packet it already had (rxe_resp.c check_psn(), mlx5's duplicate_request): one loss
+# answered by a go-back-N resend moves it once per packet of the window resent, so it is shown, not counted as loss
+RESENT_PACKETS = ("duplicate_request",)
 CNP = ("cnp", "ecn_marked")
 SENT_PACKETS = ("sent_pkts", "port_xmit_packets")
 LOSS_FRACTION = 0.002
@@ -258,8 +261,8 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
         "local_out_of_sequence": _counter_sum(local_deltas, OUT_OF_SEQUENCE),
         "remote_retransmits": _counter_sum(remote_deltas, RETRANSMIT),
         "remote_out_of_sequence": _counter_sum(remote_deltas, OUT_OF_SEQUENCE),
-        "moved": _moved(local_deltas, RETRANSMIT + OUT_OF_SEQUENCE) +
-                 [f"peer {m}" for m in _moved(remote_deltas, RETRANSMIT + OUT_OF_SEQUENCE)],
+        "moved": _moved(local_deltas, RETRANSMIT + OUT_OF_SEQUENCE + RESENT_PACKETS) +
+                 [f"peer {m}" for m in _moved(remote_deltas, RETRANSMIT + OUT_OF_SEQUENCE + RESENT_PACKETS)],
         "remote_known": remote_deltas is not None,
     }
     # one lost packet moves several counters (the requester's retry and NAK-received, the responder's

@@ -74,6 +74,7 @@ def test_collect_reads_listening_ports_of_perftest_processes_only():
     procs = [_Proc(10, "ib_write_bw", ["ib_write_bw", "-d", "rxe0"], [_Conn(psutil.CONN_LISTEN, 18515)]),
              _Proc(11, "sshd", ["sshd", "-D"], [_Conn(psutil.CONN_LISTEN, 22)]),
              _Proc(12, "ib_write_bw", ["ib_write_bw", "192.0.2.1"], [_Conn(psutil.CONN_ESTABLISHED, 40000)])]
-    out = pp.described(collector.collect(lambda attrs: procs))
+    found = collector.processes_named({*collector.TOOLS, "sshd"}, lambda attrs: procs)
+    out = pp.described(collector.collect(found))
     assert [(e["role"], e["listening"], e["connected"], e["pid"]) for e in out] == \
         [("server", [18515], False, 10), ("client", [], True, 12)]

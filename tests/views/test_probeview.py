@@ -145,3 +145,24 @@ def test_receiver_not_ready_naks_are_not_counted_as_loss():
     assert pv_mod._counter_sum(deltas, pv_mod.RETRANSMIT) == 3
     assert pv_mod._moved(deltas, pv_mod.RETRANSMIT + pv_mod.OUT_OF_SEQUENCE) == ["local_ack_timeout_err +3",
                                                                                 "out_of_sequence +5"]
+
+
+def _loss_after_burst(local: Dict[str, int], peer: Dict[str, int]) -> Dict[str, Any]:
+    facts = load_facts(DATA / "healthy.json")
+    data = facts["sections"]["probe"]["data"]
+    data["burst"]["deltas"] = {"counters": {}, "hw_counters": local}
+    burst_event = next(e for e in data["listener"]["events"] if e.get("deltas") is not None)
+    burst_event["deltas"] = {"counters": {}, "hw_counters": peer}
+    return factview.build(facts)["probe"]["loss"]
+
+
+def test_a_go_back_n_resend_counts_its_loss_once_not_each_duplicate_packet():
+    # a healthy lab pair's burst (Soft-RoCE under TCG): three retries, and the responder saw 50 packets twice
+    local = {"completer_retry_err": 3, "rcvd_seq_err": 2, "sent_pkts": 13812}
+    loss = _loss_after_burst(local, {"duplicate_request": 50, "out_of_seq_request": 2, "rcvd_pkts": 13810})
+    assert loss["total"] == 3 and not loss["significant"]
+    assert "peer duplicate_request +50" in loss["text"]
+    # the same resends after a loss of one packet in a hundred are a lossy link
+    lossy = _loss_after_burst(dict(local, completer_retry_err=140),
+                              {"duplicate_request": 2000, "out_of_seq_request": 138, "rcvd_pkts": 13810})
+    assert lossy["total"] == 140 and lossy["significant"]
