@@ -7,8 +7,9 @@ rule can iterate with `each = "ports"`. Nothing here judges: it only joins and d
 """
 from __future__ import annotations
 
+import ipaddress
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from rdmadoctor.knowledge import perftest
 from rdmadoctor.views import perftest_procs
@@ -199,6 +200,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
                        if line.get("level") in ("emerg", "alert", "crit", "err", "error", "warning", "warn")],
         "versions": _data(facts, "versions"),
         "netdev_children": _children(links),
+        "rdma_subnet_routes": _rdma_subnet_routes(netlink, rdma_netdevs),
         "umad_class": _umad_class(kernel.get("umad_class")),
         "peer": None,
     }
@@ -232,6 +234,37 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view
+
+
+def _rdma_subnet_routes(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:
+    """The main table's routes that take part of an RDMA netdev's own subnet through a netdev with no RDMA port: the
+    longest prefix wins, so rdma_cm resolves those peers to that netdev (ADDR_ERROR, no device) and perftest's side
+    channel and a RoCE QP's neighbour lookup leave through it. A route through another RDMA netdev (one NIC per rail
+    in one subnet) is not one of them; a saved facts file is read as it comes."""
+    subnets = []
+    for a in netlink.get("addresses") or []:
+        if not isinstance(a, dict) or a.get("ifname") not in rdma_netdevs or a.get("scope") not in ("universe", 0):
+            continue
+        try:
+            subnets.append((ipaddress.ip_interface(f"{a.get('address')}/{a.get('prefixlen')}").network, a))
+        except (ValueError, TypeError):
+            continue
+    out = []
+    for r in netlink.get("routes") or []:
+        if not isinstance(r, dict) or r.get("type") != "unicast" or r.get("ifname") in rdma_netdevs \
+                or not isinstance(r.get("ifname"), str):
+            continue
+        try:
+            dst = ipaddress.ip_network(str(r.get("dst")), strict=False)
+        except ValueError:
+            continue            # "default" and anything unreadable: never more specific than a subnet
+        for subnet, a in subnets:
+            if dst.version == subnet.version and dst.prefixlen > subnet.prefixlen and dst.network_address in subnet:
+                out.append({"label": f"{dst} dev {r['ifname']}", "dst": str(dst), "ifname": r["ifname"],
+                            "gateway": r.get("gateway"), "proto": r.get("proto"), "subnet": str(subnet),
+                            "rdma_netdev": a.get("ifname"), "address": a.get("address")})
+                break
+    return out
 
 
 def _children(links: Dict[Any, Dict[str, Any]]) -> List[Dict[str, Any]]:

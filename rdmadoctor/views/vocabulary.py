@@ -117,6 +117,12 @@ HOST: Dict[str, Any] = {
                          "link_type": "its link type (infiniband, ether; None: not shown)",
                          "parent_link_type": "the parent's link type",
                          "ipoib": "the child or its parent is shown as link/infiniband"}],
+    "rdma_subnet_routes": [{"label": "'192.0.2.1/32 dev rdt0'", "dst": "the route's destination, inside an RDMA "
+                                                                        "netdev's subnet and more specific",
+                            "ifname": "the netdev it leaves through (no RDMA port)", "gateway": "its gateway",
+                            "proto": "who added it (kernel, boot, static, dhcp ...)",
+                            "subnet": "the RDMA netdev's subnet", "rdma_netdev": "that RDMA netdev",
+                            "address": "the RDMA netdev's address in it"}],
     "umad_class": {"listings": "how many listings of /sys/class/infiniband_mad the paste shows (the view is None "
                                "when it shows none)",
                    "umad": ["a umad entry of the last listing (umad0)"],

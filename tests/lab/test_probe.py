@@ -108,6 +108,16 @@ SCENARIOS = [
     ProbeScenario("wrong-peer-address", f"check --peer {WRONG_ADDRESS}: nobody has it", "failure",
                   "wrong-peer-address", ("HOST-PEER-NEIGHBOUR-FAILED", "PEER-NO-ARP"), rungs={2: "failed"},
                   agent=False, target=WRONG_ADDRESS, dead_or_filtered=True),
+    ProbeScenario("peer-rxe-on-other-netdev", "the peer's rxe0 sits on a dummy netdev without an address; its "
+                  "address stays on eth0", "failure", "gid-missing", ("PEER-REMOTE-NO-IPV4-GID",),
+                  rungs={2: "passed", 5: "failed"},
+                  setup=(("peer", "rdma link delete rxe0 && ip link add rdt0 type dummy && ip link set rdt0 up && "
+                                  "rdma link add rxe0 type rxe netdev rdt0"),)),
+    ProbeScenario("route-via-other-netdev", "a /32 route on the probing host sends the peer's address through a "
+                  "dummy netdev", "failure", "route-via-wrong-interface", ("HOST-PEER-ROUTE-NOT-RDMA",),
+                  rungs={2: "failed"},
+                  setup=(("client", "ip link add rdt0 type dummy && ip link set rdt0 up && "
+                                    "ip addr add 198.51.100.2/24 dev rdt0 && ip route add 192.0.2.1/32 dev rdt0"),)),
 ]
 
 

@@ -102,3 +102,33 @@ def test_list_items_the_schema_cannot_type_are_skipped_not_read():
     view = factview.build(f)
     assert [d["label"] for d in view["pci"]] == ["mlx5_0 (0000:3b:00.0)"] and view["pci"][0]["degraded"]
     assert list(view["firewall"]) == ["udp/4791"] and view["firewall_blocks"][0]["label"] == "udp/4791"
+
+
+def _routed(routes, addresses=None, ports=None):
+    f = facts(ports=ports, addresses=addresses if addresses is not None else
+              [{"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24, "scope": "universe"},
+               {"ifname": "eth1", "family": 4, "address": "198.51.100.1", "prefixlen": 24, "scope": "universe"}])
+    f["sections"]["netlink"]["data"]["routes"] = routes
+    return factview.build(f)["rdma_subnet_routes"]
+
+
+def _route(dst: str, ifname: str, **kw: Any) -> Dict[str, Any]:
+    return {"family": 4, "dst": dst, "ifname": ifname, "type": "unicast", "proto": "static", **kw}
+
+
+def test_a_route_narrower_than_the_rdma_subnet_through_another_netdev_is_listed():
+    (r,) = _routed([_route("192.0.2.0/24", "eth0", proto="kernel"), _route("192.0.2.7/32", "eth1"),
+                    _route("198.51.100.0/24", "eth1", proto="kernel"), _route("default", "eth1")])
+    assert (r["dst"], r["ifname"], r["subnet"], r["rdma_netdev"], r["address"]) == \
+        ("192.0.2.7/32", "eth1", "192.0.2.0/24", "eth0", "192.0.2.1")
+
+
+def test_routes_that_leave_the_rdma_subnet_alone_are_not_listed():
+    assert _routed([_route("192.0.2.0/24", "eth1"),              # as wide as the subnet: not longer
+                    _route("192.0.2.0/25", "eth0"),              # through the RDMA netdev itself
+                    _route("192.0.0.0/16", "eth1"),              # wider
+                    _route("192.0.2.7/32", "eth1", type="blackhole"),
+                    _route("not a network", "eth1"), "junk", _route("192.0.2.9/32", None)]) == []
+    # a second RDMA netdev (one NIC per rail in one subnet) is RDMA too
+    assert _routed([_route("192.0.2.7/32", "eth1")],
+                   ports=[port(), port(2, netdev="eth1")]) == []
