@@ -367,6 +367,15 @@ SCENARIOS: List[Scenario] = [
         server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s -m 4096 %s" % (WB, SMALL)),
         healthy=True,
         notes="perftest warns and falls back to the active MTU."),
+    Scenario(
+        "mtu-netdev-576-both", "Netdev MTU 576 on both hosts (RoCE active MTU 256)",
+        faulty="h1", fault="ip link set eth0 mtu 576 (on both hosts)",
+        setup=(Step("h1", "ip link set eth0 mtu 576"), Step("h2", "ip link set eth0 mtu 576")),
+        server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s %s" % (WB, SMALL)), client_timeout=60,
+        expect_explain="mtu-small", expect_check="mtu-small", pairs=("bookworm",),
+        server_lines=("Mtu             : 256[B]",), client_lines=("Mtu             : 256[B]",),
+        notes="The run completes with 256-byte packets, several times slower than healthy; check and explain "
+              "both said ok before HOST-ROCE-MTU-TINY and PT-ROCE-MTU-TINY."),
 
     # ---- 8. loss on the wire ----------------------------------------------------------------------
     Scenario(
