@@ -37,7 +37,8 @@ def test_rdma_rc_examples_line_without_the_words_has_no_status_name():
 ])
 def test_enosys_of_a_verb_is_its_own_class_in_every_form(line, enosys):
     ((_, message_id, fields),) = _messages(line + "\n")
-    assert (message_id, fields["verb"], fields.get("enosys")) == ("VERBS.APP_VERB_FAILED", "ibv_get_device_list", enosys)
+    assert message_id == "VERBS.APP_VERB_FAILED"
+    assert (fields["verb"], fields.get("enosys")) == ("ibv_get_device_list", enosys)
 
 
 def test_another_unknown_errno_stays_in_the_error_field():
