@@ -1,11 +1,13 @@
-"""Would this host's packet filter let the RDMA side channels in?
+"""Would this host's packet filter let the RDMA side channels in, and out?
 
 Reads `nft -j list ruleset` (covers native nftables, firewalld's nftables backend and iptables-nft) and,
 when present, `iptables-legacy-save`/`ip6tables-legacy-save` (x_tables rules that nft does not show), and
 evaluates three-valued (nfteval.py) for each question:
   * inbound TCP ctx.port (perftest's out-of-band port, default 18515), from the peer when given;
   * inbound UDP 4791 (RoCEv2): only Soft-RoCE (rxe) traffic passes netfilter; hardware RoCE bypasses it;
-  * inbound TCP ctx.probe_port when given.
+  * inbound TCP ctx.probe_port when given;
+  * the same TCP port and UDP 4791 outbound, to the peer when given: a host that filters what it sends (an output
+    chain with a drop policy, a hardened profile) stops its own perftest clients and Soft-RoCE traffic.
 Reading the rules needs CAP_NET_ADMIN: without it the section is unavailable, never "no firewall".
 """
 from __future__ import annotations
@@ -37,6 +39,10 @@ def questions(ctx: CollectContext) -> List[Dict[str, Any]]:
            "purpose": "RoCEv2 (matters for Soft-RoCE rxe only: hardware RoCE bypasses netfilter)"}]
     if ctx.probe_port and ctx.probe_port != ctx.port:
         qs.append({"proto": "tcp", "port": ctx.probe_port, "purpose": "rdmadoctor probe/agent port"})
+    qs += [{"proto": "tcp", "port": ctx.port, "outbound": True,
+            "purpose": "perftest out-of-band exchange (TCP), a client on this host connecting to its server"},
+           {"proto": "udp", "port": ROCE_V2_PORT, "outbound": True,
+            "purpose": "RoCEv2 sent by this host (matters for Soft-RoCE rxe only: hardware RoCE bypasses netfilter)"}]
     return qs
 
 
@@ -58,19 +64,27 @@ def _peer_route(ctx: CollectContext) -> Dict[str, Optional[str]]:
 
 def verdicts(rulesets: List[Ruleset], ctx: CollectContext, local: Dict[str, Optional[str]]) -> List[Dict[str, Any]]:
     out = []
-    src = ctx.peer
     for q in questions(ctx):
+        outbound = bool(q.get("outbound"))
+        # the peer is the source of what arrives and the destination of what this host sends; the local address and
+        # interface are those of the route to it (assumed symmetric)
+        src, dst = (local.get("dst"), ctx.peer) if outbound else (ctx.peer, local.get("dst"))
         try:
-            pkt = Packet(q["proto"], q["port"], src=src, dst=local.get("dst"), iif=local.get("iif"))
+            pkt = Packet(q["proto"], q["port"], src=src, dst=dst, iif=None if outbound else local.get("iif"),
+                         outbound=outbound, oif=local.get("iif") if outbound else None)
         except ValueError:
-            pkt = Packet(q["proto"], q["port"], src=None)
+            pkt = Packet(q["proto"], q["port"], outbound=outbound)
         res = evaluate(rulesets, pkt)
         why = res["why"]
-        if src is None:
-            why += " (source address not given: rules that match on it count as unknown; IPv4 assumed)"
-        out.append({"proto": q["proto"], "port": q["port"], "src": src, "family": pkt.ipver,
-                    "purpose": q["purpose"], "verdict": res["verdict"], "rule": res["rule"], "why": why,
-                    "trail": res["trail"]})
+        if ctx.peer is None:
+            why += (f" ({'destination' if outbound else 'source'} address not given: rules that match on it count "
+                    "as unknown; IPv4 assumed)")
+        entry = {"proto": q["proto"], "port": q["port"], "src": ctx.peer if not outbound else None,
+                 "family": pkt.ipver, "purpose": q["purpose"], "verdict": res["verdict"], "rule": res["rule"],
+                 "why": why, "trail": res["trail"]}
+        if outbound:
+            entry.update(direction="out", dst=ctx.peer)
+        out.append(entry)
     return out
 
 

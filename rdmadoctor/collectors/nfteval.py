@@ -26,7 +26,8 @@ VERDICTS = ("accept", "drop", "reject", "jump", "goto", "return", "queue", "cont
 NOOPS = ("counter", "log", "notrack", "mangle", "set", "ct helper", "meta", "tproxy", "synproxy", "ct timeout",
          "ct expectation", "dup", "fwd", "quota-noop")
 NAT = ("dnat", "snat", "masquerade", "redirect")
-HOOK_ORDER = {"ingress": 0, "prerouting": 1, "input": 2}
+HOOK_ORDER = {"ingress": 0, "prerouting": 1, "input": 2}       # a packet that arrives for this host
+OUTBOUND_HOOK_ORDER = {"output": 0, "postrouting": 1}          # a packet this host sends
 L4 = {"6": "tcp", "17": "udp", "1": "icmp", "58": "ipv6-icmp", "132": "sctp", "136": "udplite",
       "icmpv6": "ipv6-icmp"}
 MAX_DEPTH = 16
@@ -37,14 +38,22 @@ def _l4(v: Any) -> Any:
 
 
 class Packet:
+    """A new TCP or UDP packet: arriving for this host (through `iif`), or, `outbound`, sent by it (through `oif`)."""
+
     def __init__(self, proto: str, dport: int, src: Optional[str] = None, dst: Optional[str] = None,
-                 iif: Optional[str] = None, sport: Optional[int] = None, family: Optional[int] = None):
-        self.l4, self.dport, self.sport, self.iif = proto, dport, sport, iif
-        self.src, self.dst = src, dst
+                 iif: Optional[str] = None, sport: Optional[int] = None, family: Optional[int] = None,
+                 outbound: bool = False, oif: Optional[str] = None):
+        self.l4, self.dport, self.sport, self.iif, self.oif = proto, dport, sport, iif, oif
+        self.src, self.dst, self.outbound = src, dst, outbound
         self.ipver = family or (ipaddress.ip_address(src).version if src else
                                 ipaddress.ip_address(dst).version if dst else 4)
 
+    def hooks(self) -> Dict[str, int]:
+        return OUTBOUND_HOOK_ORDER if self.outbound else HOOK_ORDER
+
     def describe(self) -> str:
+        if self.outbound:
+            return f"{self.l4}/{self.dport} to {self.dst or 'any address'}, sent by this host (IPv{self.ipver})"
         return f"{self.l4}/{self.dport} from {self.src or 'any source'} (IPv{self.ipver})"
 
 
@@ -66,8 +75,12 @@ _META = {
     "l4proto": lambda pkt: pkt.l4,
     "nfproto": lambda pkt: "ipv4" if pkt.ipver == 4 else "ipv6",
     "protocol": lambda pkt: "ip" if pkt.ipver == 4 else "ip6",
-    "iif": lambda pkt: pkt.iif if pkt.iif else UNKNOWN,
-    "iifname": lambda pkt: pkt.iif if pkt.iif else UNKNOWN,
+    # a packet this host sends has no input interface, one it receives no output interface (on their own hooks): the
+    # name is empty, as nft reads it
+    "iif": lambda pkt: "" if pkt.outbound else pkt.iif if pkt.iif else UNKNOWN,
+    "iifname": lambda pkt: "" if pkt.outbound else pkt.iif if pkt.iif else UNKNOWN,
+    "oif": lambda pkt: pkt.oif if pkt.outbound and pkt.oif else "" if not pkt.outbound else UNKNOWN,
+    "oifname": lambda pkt: pkt.oif if pkt.outbound and pkt.oif else "" if not pkt.outbound else UNKNOWN,
 }
 # headers a TCP or UDP packet does not have: a match on them is false (link-layer ones are not modelled)
 _OTHER_L4 = ("icmp", "icmpv6", "sctp", "dccp", "ah", "esp", "comp", "udplite", "arp")
@@ -165,10 +178,11 @@ def _in_range(v: Any, bounds: Any) -> Any:
 
 def _match(m: Dict[str, Any], pkt: Packet, tbl: Tuple[str, str], sets: Dict) -> Any:
     left, right, op = m.get("left"), m.get("right"), m.get("op", "==")
-    if isinstance(left, dict) and "meta" in left and left["meta"].get("key") in ("iif", "iifname") \
-            and not pkt.iif:
+    key = left["meta"].get("key") if isinstance(left, dict) and isinstance(left.get("meta"), dict) else None
+    own = ("oif", "oifname") if pkt.outbound else ("iif", "iifname")
+    if key in own and not (pkt.oif if pkt.outbound else pkt.iif):
         if right == "lo":
-            return op == "!="                                # a remote packet never arrives on lo
+            return op == "!="                                # a packet to or from a peer never crosses lo
         return UNKNOWN
     v = _value(left, pkt)
     if v is None:
@@ -298,11 +312,13 @@ class Ruleset:
     # -- the whole path ------------------------------------------------------------------------------
     def base_chains(self, pkt: Packet) -> List[Dict[str, Any]]:
         fams = {"inet", "ip" if pkt.ipver == 4 else "ip6"}
+        hooks = pkt.hooks()
         out = []
         for c in self.chains.values():
-            if c.get("hook") not in HOOK_ORDER or c.get("type") not in ("filter", "nat"):
+            if c.get("hook") not in hooks or c.get("type") not in ("filter", "nat"):
                 continue
-            if c.get("type") == "nat" and c.get("hook") != "prerouting":
+            # the destination NAT of the packet's own path (prerouting in, output out) may rewrite its port
+            if c.get("type") == "nat" and c.get("hook") != ("output" if pkt.outbound else "prerouting"):
                 continue
             if c["family"] == "netdev":
                 devs = c.get("dev", [])
@@ -315,7 +331,7 @@ class Ruleset:
             elif c["family"] not in fams:
                 continue
             out.append(c)
-        out.sort(key=lambda c: (HOOK_ORDER[c["hook"]], _prio(c.get("prio", 0))))
+        out.sort(key=lambda c: (hooks[c["hook"]], _prio(c.get("prio", 0))))
         return out
 
 
@@ -331,7 +347,8 @@ def evaluate(rulesets: List[Ruleset], pkt: Packet) -> Dict[str, Any]:
     chains: List[Tuple[Ruleset, Dict[str, Any]]] = []
     for rs in rulesets:
         chains.extend((rs, c) for c in rs.base_chains(pkt))
-    chains.sort(key=lambda rc: (HOOK_ORDER[rc[1]["hook"]], _prio(rc[1].get("prio", 0))))
+    hooks = pkt.hooks()
+    chains.sort(key=lambda rc: (hooks[rc[1]["hook"]], _prio(rc[1].get("prio", 0))))
     trail: List[Dict[str, Any]] = []
     unknown: Optional[Tuple[str, str]] = None
     rewritten: Optional[str] = None
@@ -349,7 +366,7 @@ def evaluate(rulesets: List[Ruleset], pkt: Packet) -> Dict[str, Any]:
             unknown = unknown or (at, f"NAT may rewrite the packet ({at})" if v == "rewrite" else at)
     if unknown:
         return _result(UNKNOWN, unknown[0], unknown[1], trail)
-    last = trail[-1]["at"] if trail else "no base chain on the input path"
+    last = trail[-1]["at"] if trail else f"no base chain on the {'output' if pkt.outbound else 'input'} path"
     return _result("accept", last, "accepted" + (f" ({last})" if trail else ": no filtering chain applies"), trail)
 
 
@@ -379,7 +396,10 @@ def _result(verdict: str, rule: str, why: str, trail: List[Dict[str, Any]]) -> D
 
 LEGACY_BASE = {("filter", "INPUT"): ("input", 0), ("mangle", "PREROUTING"): ("prerouting", -150),
                ("mangle", "INPUT"): ("input", -150), ("raw", "PREROUTING"): ("prerouting", -300),
-               ("security", "INPUT"): ("input", 50), ("nat", "PREROUTING"): ("prerouting", -100)}
+               ("security", "INPUT"): ("input", 50), ("nat", "PREROUTING"): ("prerouting", -100),
+               ("filter", "OUTPUT"): ("output", 0), ("mangle", "OUTPUT"): ("output", -150),
+               ("raw", "OUTPUT"): ("output", -300), ("security", "OUTPUT"): ("output", 50),
+               ("nat", "OUTPUT"): ("output", -100), ("mangle", "POSTROUTING"): ("postrouting", -150)}
 TERMINAL = {"ACCEPT": "accept", "DROP": "drop", "REJECT": "reject", "RETURN": "return"}
 
 
@@ -499,7 +519,8 @@ class _LegacyRule:
         return i + 2
 
     def _interface(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
-        self.expr.append(_match_expr({"meta": {"key": "iifname"}}, val.replace("+", "*"), neg))
+        key = "iifname" if a in ("-i", "--in-interface") else "oifname"
+        self.expr.append(_match_expr({"meta": {"key": key}}, val.replace("+", "*"), neg))
         return i + 2
 
     def _port(self, a: str, val: str, neg: bool, argv: List[str], i: int) -> int:
@@ -548,7 +569,7 @@ class _LegacyRule:
     OPTIONS: Dict[str, Callable[..., int]] = {
         **dict.fromkeys(("-p", "--protocol"), _protocol),
         **dict.fromkeys(("-s", "--source", "-d", "--destination"), _address),
-        **dict.fromkeys(("-i", "--in-interface"), _interface),
+        **dict.fromkeys(("-i", "--in-interface", "-o", "--out-interface"), _interface),
         **dict.fromkeys(("--dport", "--destination-port", "--sport", "--source-port", "--dports", "--sports",
                          "--destination-ports", "--source-ports"), _port),
         "-m": _module,

@@ -190,6 +190,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
                     "limits_conf": limits.get("limits_conf") or []},
         "firewall": {},
         "firewall_blocks": [],
+        "firewall_egress_blocks": [],
         "listeners": [{k: lst.get(k) for k in LISTENER_FIELDS} for lst in listeners.get("tcp_listeners") or []
                       if isinstance(lst, dict)],
         # the perftest processes (collectors/perftest_procs.py); None when not reported (an older agent)
@@ -205,13 +206,14 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
         "peer": None,
     }
     for v in (v for v in firewall.get("verdicts") or [] if isinstance(v, dict)):
+        outbound = v.get("direction") == "out"
         key = f"{v.get('proto')}/{v.get('port')}"
-        view["firewall"][key] = v
+        view["firewall"][key + " out" if outbound else key] = v
         if v.get("verdict") == "drop":
             matters = v.get("proto") == "tcp" or view["rdma"]["soft_roce"]
             chain = _CHAIN.search(str(v.get("rule") or ""))
-            view["firewall_blocks"].append({**v, "label": key, "matters": matters,
-                                            "chain": chain.group(1) if chain else None})
+            view["firewall_egress_blocks" if outbound else "firewall_blocks"].append(
+                {**v, "label": key, "matters": matters, "chain": chain.group(1) if chain else None})
     # the schema cannot type these lists' items (no recorded host had a PCI device): a peer may send anything
     for d in (d for d in pci.get("devices") or [] if isinstance(d, dict)):
         cur_gen, max_gen = _pci_generation(d.get("current_link_speed")), _pci_generation(d.get("max_link_speed"))

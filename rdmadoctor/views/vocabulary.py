@@ -24,6 +24,8 @@ _FIREWALL_VERDICT = {
     "verdict": "accept | drop | unknown: what the ruleset does to that packet",
     "rule": "the rule that decided, as the ruleset prints it", "why": "how the verdict was reached",
     "trail": [{"at": "where in the ruleset", "chain": "the chain", "verdict": "what that step decided"}],
+    "direction": "'out' for a packet this host sends (absent: one it receives)",
+    "dst": "the destination address asked about (a packet this host sends)",
 }
 _GID_ENTRY = {"index": "GID index", "gid": "the GID (canonical IPv6 text)",
               "type": "RoCE v2 | IB/RoCE v1 | RoCE v1 | IB", "netdev": "its netdev", "ipv4": "its IPv4 address",
@@ -97,6 +99,9 @@ HOST: Dict[str, Any] = {
                 "below_all_sizes": "the limit applies and is below what -a pins (16 MiB)",
                 "limits_conf": [{"file": "a limits.conf file", "line": "line number", "text": "the memlock line"}]},
     "firewall": {"*": _FIREWALL_VERDICT},
+    "firewall_egress_blocks": [dict(_FIREWALL_VERDICT, label="'tcp/18515'", matters="the drop matters here (TCP, or "
+                                                                                   "UDP 4791 with Soft-RoCE)",
+                                    chain="the chain that dropped it")],
     "firewall_blocks": [dict(_FIREWALL_VERDICT, label="'tcp/18515'", matters="the drop matters here (TCP, or UDP "
                                                                            "4791 with Soft-RoCE)",
                              chain="the chain that dropped it")],

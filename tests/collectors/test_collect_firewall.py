@@ -20,6 +20,73 @@ LAB = FACTS / "lab"
 PEER, OTHER = "192.0.2.2", "203.0.113.9"
 
 
+def inbound(data):
+    return [v for v in data["verdicts"] if v.get("direction") != "out"]
+
+
+def outbound(data):
+    return [v for v in data["verdicts"] if v.get("direction") == "out"]
+
+
+def _output_chain(*rules, policy="accept"):
+    """An inet filter table with an output base chain holding these rules (nft JSON)."""
+    objs = [{"table": {"family": "inet", "name": "filter"}},
+            {"chain": {"family": "inet", "table": "filter", "name": "output", "type": "filter", "hook": "output",
+                       "prio": 0, "policy": policy}}]
+    objs += [{"rule": {"family": "inet", "table": "filter", "chain": "output", "handle": n + 2, "expr": expr}}
+             for n, expr in enumerate(rules)]
+    return {"nftables": objs}
+
+
+def _dport(proto, port):
+    return {"match": {"op": "==", "left": {"payload": {"protocol": proto, "field": "dport"}}, "right": port}}
+
+
+def _meta(key, value, op="=="):
+    return {"match": {"op": op, "left": {"meta": {"key": key}}, "right": value}}
+
+
+def test_what_this_host_sends_is_judged_on_its_output_path():
+    ctx = CollectContext(peer=PEER, port=18515)
+    data = evaluate_documents(_output_chain([_dport("tcp", 18515), {"drop": None}]), {}, ctx)
+    assert [(v["proto"], v["verdict"]) for v in inbound(data)] == [("tcp", "accept"), ("udp", "accept")]
+    tcp, udp = outbound(data)
+    assert (tcp["verdict"], tcp["dst"], udp["verdict"]) == ("drop", PEER, "accept")
+    assert "inet filter output" in tcp["rule"]
+    # a drop policy with only ssh let out stops both
+    data = evaluate_documents(_output_chain([_dport("tcp", 22), {"accept": None}], policy="drop"), {}, ctx)
+    assert [v["verdict"] for v in outbound(data)] == ["drop", "drop"]
+    assert [v["verdict"] for v in inbound(data)] == ["accept", "accept"]
+
+
+def test_interfaces_on_the_output_path():
+    ctx = CollectContext(peer=PEER, port=18515)
+    # a sent packet has no input interface: a match on one never holds, its negation always does
+    data = evaluate_documents(_output_chain([_meta("iifname", "eth0"), {"drop": None}]), {}, ctx)
+    assert [v["verdict"] for v in outbound(data)] == ["accept", "accept"]
+    data = evaluate_documents(_output_chain([_meta("iifname", "eth0", "!="), {"drop": None}]), {}, ctx)
+    assert [v["verdict"] for v in outbound(data)] == ["drop", "drop"]
+    # the output interface: unknown without the route to the peer, and never lo for a peer
+    pkt = Packet("tcp", 18515, dst=PEER, outbound=True)
+    rs = Ruleset(_output_chain([_meta("oifname", "eth0"), {"drop": None}])["nftables"])
+    assert evaluate([rs], pkt)["verdict"] == "unknown"
+    assert evaluate([rs], Packet("tcp", 18515, dst=PEER, outbound=True, oif="eth0"))["verdict"] == "drop"
+    assert evaluate([rs], Packet("tcp", 18515, dst=PEER, outbound=True, oif="eth1"))["verdict"] == "accept"
+    lo = Ruleset(_output_chain([_meta("oifname", "lo", "!="), {"drop": None}])["nftables"])
+    assert evaluate([lo], pkt)["verdict"] == "drop"
+    # an inbound packet never matches an output interface, and output chains do not see it
+    assert evaluate([rs], Packet("tcp", 18515, src=PEER, iif="eth0"))["verdict"] == "accept"
+
+
+def test_iptables_output_rules():
+    text = ("*filter\n:INPUT ACCEPT [0:0]\n:OUTPUT DROP [0:0]\n"
+            "-A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -p tcp -m tcp --dport 22 -j ACCEPT\nCOMMIT\n")
+    data = evaluate_documents({"nftables": []}, {"ip": text}, CollectContext(peer=PEER, port=18515))
+    assert [v["verdict"] for v in outbound(data)] == ["drop", "drop"]
+    assert "policy drop" in outbound(data)[0]["why"]
+    assert [v["verdict"] for v in inbound(data)] == ["accept", "accept"]
+
+
 def verdict(name, proto, port, src=None):
     rs = Ruleset(load_json(NFT / f"{name}.json")["nftables"])
     return evaluate([rs], Packet(proto, port, src=src))
@@ -74,11 +141,12 @@ def test_iptables_nft_xt_match_is_unknown_then_resolved_from_save(rel):
     assert '"xt"' in json.dumps(doc)
     ctx = CollectContext(peer=PEER)
     data = evaluate_documents(doc, {}, ctx)
-    assert [v["verdict"] for v in data["verdicts"]] == ["unknown", "unknown"]
+    assert [v["verdict"] for v in inbound(data)] == ["unknown", "unknown"]
     assert "ip filter INPUT" in data["verdicts"][0]["why"]
+    assert [v["verdict"] for v in outbound(data)] == ["accept", "accept"]      # its OUTPUT chain filters nothing
     save = {"ip": (LAB / rel / "iptables-nft-save.txt").read_text()}
     data = evaluate_documents(doc, {}, ctx, nft_save=save)
-    tcp, udp = data["verdicts"]
+    tcp, udp = inbound(data)
     assert tcp["verdict"] == "accept" and "rule 3" in tcp["rule"]      # -m conntrack --ctstate NEW ... 18515
     assert udp["verdict"] == "unknown" and "rule 4" in udp["rule"]     # -m limit
     assert data["backend"] == "nftables"
@@ -90,7 +158,8 @@ def test_iptables_legacy_save_recorded_in_the_lab(rel):
     if not path.exists():
         pytest.skip(f"not recorded for {rel}")
     data = evaluate_documents({"nftables": []}, {"ip": path.read_text()}, CollectContext(peer=PEER))
-    tcp, udp = data["verdicts"]
+    tcp, udp = inbound(data)
+    assert [v["verdict"] for v in outbound(data)] == ["accept", "accept"]
     assert tcp["verdict"] == "drop" and "REJECT" not in tcp["why"] and "rule 1" in tcp["rule"]
     assert udp["verdict"] == "accept"                       # -m multiport --dports 4790:4792
     assert data["backend"] == "iptables-legacy"

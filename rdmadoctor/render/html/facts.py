@@ -136,8 +136,10 @@ def _firewall(fw: Dict[str, Any]) -> List[Table]:
         note += f"; tables: {_s(fw.get('tables'))}"
     if fw.get("rules_seen") is not None:
         note += f"; {_s(fw.get('rules_seen'))} rule(s) read"
-    return [_table("facts-firewall", "Firewall verdicts", ["traffic", "from", "purpose", "verdict", "why"],
-                   [[f"{_s(v.get('proto'))}/{_s(v.get('port'))}", v.get("src") or "any", v.get("purpose"),
+    return [_table("facts-firewall", "Firewall verdicts", ["traffic", "from / to", "purpose", "verdict", "why"],
+                   [[f"{_s(v.get('proto'))}/{_s(v.get('port'))}" + (" out" if v.get("direction") == "out" else " in"),
+                     (f"to {_s(v.get('dst')) or 'any'}" if v.get("direction") == "out" else
+                      f"from {_s(v.get('src')) or 'any'}"), v.get("purpose"),
                      _cell(v.get("verdict"), {"accept": "good", "drop": "bad", "reject": "bad"}
                            .get(_s(v.get("verdict")), "warn")), v.get("why") or v.get("rule")]
                     for v in verdicts], note)]
