@@ -117,8 +117,13 @@ def _one_node(count: str) -> bool:
     return count.strip() in ("1", "1-1")
 
 
-def _slurm_counts(run: Run, ctx: Dict[str, Any]) -> Iterable[Tuple[str, Dict[str, Any]]]:
-    """Every node count of a Slurm launch the run's paste shows, with the record that quotes its line."""
+def _slurm_counts(run: Run, ctx: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """Every node count of a Slurm launch the run's paste shows, with the record that quotes its line: read once for
+    the paste (its lines are many, its osu_latency runs may be too)."""
+    return bysource.once_per_source(ctx, "slurm_counts", run.source, lambda: list(_slurm_counts_of(run, ctx)))
+
+
+def _slurm_counts_of(run: Run, ctx: Dict[str, Any]) -> Iterable[Tuple[str, Dict[str, Any]]]:
     runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
     for r in runs:
         for m in r.messages:
