@@ -249,10 +249,6 @@ KNOWN_MISSES = {
     "ceph-13680-rados-bench-ok": (
         "rados bench output cut after each bench's first second: no summary and nothing showing the async+rdma "
         "messenger, so nothing shows a run completed over RDMA, and rdmadoctor rightly does not say ok"),
-    "pcluster-1143-efa-innode-latency": (
-        "a completed osu_latency table (15 us on one node) under 'srun -N 1': nothing in it names EFA or libfabric, "
-        "and rdmadoctor holds no baseline for an MPI latency; the thread's cause (the EFA provider before 1.9 sending "
-        "on-node messages through the NIC) rests on the cluster's setup"),
     "azurebuildcentos-92-nc24rsv3-no-mlx-vf": (
         "an lspci listing that lacks the Mellanox virtual function: only the VM size (Standard_NC24rs_v3, known from "
         "the thread) says one should be there, and the kernel defect that hid it is named nowhere in the paste"),

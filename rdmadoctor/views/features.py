@@ -204,3 +204,4 @@ def feature(run: Run, name: str, ctx: Dict[str, Any]) -> Any:
     return cache[key]
 from rdmadoctor.views import stackfeatures  # noqa: E402,F401  (rdma-core tools and GPU memory: registers its features)
 from rdmadoctor.views import fabtests  # noqa: E402,F401  (libfabric's test programs: registers its features)
+from rdmadoctor.views import mpibench  # noqa: E402,F401  (MPI benchmarks' tables and launches: registers its features)

@@ -1,0 +1,211 @@
+"""Observations about MPI benchmarks' result tables (OSU micro-benchmarks under mpirun or srun) and where their
+processes ran, for rules/mpibench.toml. Registered into views/features.py (FEATURES) on import.
+
+  osu_latency_small_us  the median latency, in us, of the 0-64 byte rows of osu_latency's table (host buffers),
+                        remembering the banner's line; None without that table or with fewer than 3 such rows
+  single_node_launch    the launch line that puts the run's processes on one node (srun/salloc/sbatch -N 1, an
+                        #SBATCH directive, mpirun --host naming one host); None without one, or when another launch
+                        line of the paste names more nodes
+  ompi_btl_shm_listed   the run's Open MPI BTL list (--mca btl, OMPI_MCA_btl) names a shared-memory BTL (vader, sm)
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from rdmadoctor.model import Run
+from rdmadoctor.views import bysource, features
+
+# osu_latency's own banner: "OSU MPI%s Latency Test" with no accelerator ("-CUDA", "-ROCM" ... move the buffers
+# through a GPU, which costs microseconds on one node too)
+_OSU_LATENCY = "MPI Latency Test"
+# OSU's message sizes are powers of two from 0 (1 in older releases): 0-64 bytes go eagerly in one fragment of any
+# shared-memory transport, so their latency is the transport's own
+SMALL_BYTES = 64
+# one or two rows do not make a table: a cut paste or a stray line of two numbers
+MIN_SMALL_ROWS = 3
+
+
+class LatencyAtLine(float):
+    """A latency in microseconds that remembers the log line it rests on (a rule's evidence quotes that line)."""
+    line: Optional[int] = None
+
+    def __new__(cls, value: float, line: Optional[int]) -> "LatencyAtLine":
+        made = super().__new__(cls, value)
+        made.line = line
+        return made
+
+    def __str__(self) -> str:
+        return f"{float(self):.2f}"
+
+
+def _latency_rows(run: Run) -> Tuple[Optional[int], List[Tuple[int, float]]]:
+    """The banner's line of the run's osu_latency table and its rows (size, us): the rows after its "# Size  Latency
+    (us)" header, up to the next OSU banner or header."""
+    banner: Optional[int] = None
+    rows: List[Tuple[int, float]] = []
+    inside = False
+    for m in run.messages:
+        if m.id == "OMPI.OSU_BANNER":
+            if inside and rows:
+                break                     # another benchmark follows the latency table
+            inside = False
+            banner = m.line if m.fields.get("benchmark") == _OSU_LATENCY and not m.fields.get("accel") else None
+        elif m.id == "OMPI.OSU_TABLE_HEADER":
+            if inside and rows:
+                break
+            inside = banner is not None and (m.fields.get("column") or "").lower().startswith("latency")
+        elif m.id == "OMPI.BENCH_ROW" and inside:
+            try:
+                rows.append((int(m.fields["bytes"]), float(m.fields["value"])))
+            except (KeyError, ValueError):
+                continue
+    return (banner, rows) if inside or rows else (None, [])
+
+
+def osu_latency_small_us(run: Run, ctx: Dict[str, Any]) -> Optional[LatencyAtLine]:
+    """The median latency (us) of the 0-64 byte rows of osu_latency's table; None without 3 such rows.
+
+    OSU micro-benchmarks c/mpi/pt2pt/osu_latency.c: rank 0 prints the banner ("# OSU MPI Latency Test v5.6.1"), the
+    header ("# Size          Latency (us)") and, per size, half the round trip of a blocking ping-pong between two
+    ranks (c/util/osu_util_mpi.c print_header())."""
+    banner, rows = _latency_rows(run)
+    small = [us for size, us in rows if size <= SMALL_BYTES]
+    if banner is None or len(small) < MIN_SMALL_ROWS:
+        return None
+    return LatencyAtLine(round(statistics.median(small), 2), banner)
+
+
+# -- how many nodes ----------------------------------------------------------------------------------------------
+
+# salloc and sbatch are not catalogued (their lines open no run): their command lines and a job script's #SBATCH
+# directives are read from the pasted lines, written as Slurm's own srun entry is (a prompt, `set -x`'s "+ ", a
+# command after && or ;)
+_SLURM_LINE = re.compile(r"(?:^|[$#>]\s|^\+\s|&&\s|;\s)\s*(?:\S*/)?(?:salloc|sbatch)(?P<args>\s+\S.*)$"
+                         r"|^\s*#SBATCH(?P<directive>\s+\S.*)$")
+_NODES = re.compile(r"^(?:-N|--nodes)(?:=|$)|^-N\d")
+_HOST_OPTIONS = frozenset({"--host", "-host", "-H", "--hosts", "-hosts"})
+_HOSTFILE_OPTIONS = frozenset({"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile"})
+_LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _words(text: str) -> List[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:                    # an unbalanced quote in a pasted line
+        return text.split()
+
+
+def slurm_nodes(args: str) -> Optional[str]:
+    """The node count a Slurm command line asks for (-N 1, -N1, --nodes=1, --nodes 1, a min-max range), read up to
+    the program it starts (the first word with a "/"); None without one."""
+    words = _words(args)
+    for i, word in enumerate(words):
+        if "/" in word and not word.startswith("-"):
+            return None
+        if _NODES.match(word):
+            if word in ("-N", "--nodes"):
+                return words[i + 1] if i + 1 < len(words) else None
+            return word.split("=", 1)[1] if "=" in word else word[2:]
+    return None
+
+
+def _one_node(count: str) -> bool:
+    """A node count that means exactly one node: "1" or the range "1-1"."""
+    return count.strip() in ("1", "1-1")
+
+
+def _slurm_counts(run: Run, ctx: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """Every node count of a Slurm launch the run's paste shows, with the record that quotes its line: read once for
+    the paste (its lines are many, its osu_latency runs may be too)."""
+    return bysource.once_per_source(ctx, "slurm_counts", run.source, lambda: list(_slurm_counts_of(run, ctx)))
+
+
+def _slurm_counts_of(run: Run, ctx: Dict[str, Any]) -> Iterable[Tuple[str, Dict[str, Any]]]:
+    runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
+    for r in runs:
+        for m in r.messages:
+            if m.id == "SLURM.SRUN_LAUNCH":
+                count = slurm_nodes(m.fields.get("args", ""))
+                if count is not None:
+                    yield count, {"line": m.line, "quote": m.text, "source": m.source, "how": "srun"}
+    for number, text in enumerate(bysource.source_lines(run, ctx), 1):
+        if "salloc" not in text and "sbatch" not in text and "SBATCH" not in text:
+            continue
+        found = _SLURM_LINE.search(text.rstrip())
+        if found is None:
+            continue
+        count = slurm_nodes(found.group("args") or found.group("directive") or "")
+        if count is not None:
+            how = "#SBATCH" if found.group("directive") else "salloc/sbatch"
+            yield count, {"line": number, "quote": text.strip(), "source": run.source, "how": how}
+
+
+def mpirun_hosts(argv: Sequence[str]) -> Optional[List[str]]:
+    """The hosts an mpirun/mpiexec command line names with --host/-H/-hosts (slot counts ":2" taken off, the local
+    host's names as one); [] when it reads a hostfile instead (its nodes are not in the paste); None without either."""
+    hosts: Optional[List[str]] = None
+    for i, word in enumerate(argv):
+        name, _, value = word.partition("=")
+        if name in _HOSTFILE_OPTIONS:
+            return []
+        if name in _HOST_OPTIONS:
+            value = value or (argv[i + 1] if i + 1 < len(argv) else "")
+            for host in value.split(","):
+                host = host.split(":", 1)[0].strip().lower()
+                if host:
+                    hosts = (hosts or []) + ["localhost" if host in _LOCAL_NAMES else host]
+    return hosts
+
+
+def single_node_launch(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The launch line that puts the run's processes on one node; None without one or against another launch line.
+
+    The run's own mpirun --host list decides when it has one (mpirun starts processes only on the hosts it names:
+    Open MPI's --host, MPICH's and Intel MPI's -hosts); a hostfile hides the nodes. Otherwise every Slurm launch of
+    the paste must ask for one node (man srun, salloc, sbatch: -N, --nodes=<minnodes>[-maxnodes]); one asking for
+    more, or a range, leaves the count unknown."""
+    if run.command is not None:
+        hosts = mpirun_hosts(run.command.argv)
+        if hosts is not None:
+            if len(set(hosts)) != 1:
+                return None
+            return {"line": run.command.line, "quote": run.command.text, "source": run.source,
+                    "how": "mpirun --host", "hosts": sorted(set(hosts))}
+    found = None
+    for count, record in _slurm_counts(run, ctx):
+        if not _one_node(count):
+            return None
+        found = found or record
+    return found
+
+
+# -- Open MPI's BTL list ------------------------------------------------------------------------------------------
+
+_SHM_BTLS = frozenset({"vader", "sm"})
+
+
+def ompi_btl_shm_listed(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The run's BTL list (--mca btl, OMPI_MCA_btl) includes vader or sm: the user asked for shared memory on a node.
+
+    Open MPI's MCA component lists (opal/mca/base/mca_base_components_select.c): a list names the components to use;
+    one that starts with "^" names those to exclude, and says nothing of which are used."""
+    shown = run.settings.get("OMPI_MCA_btl")
+    if shown is None:
+        return None
+    value = str(shown.value).strip().strip("'\"")
+    if value.startswith("^"):
+        return None
+    named = {b.strip() for b in value.split(",")}
+    if named.isdisjoint(_SHM_BTLS):
+        return None
+    return {"line": shown.line, "btl": value}
+
+
+FEATURES = {f.__name__: f for f in (osu_latency_small_us, single_node_launch, ompi_btl_shm_listed)}
+FIELDS_OF = {"single_node_launch": ("line", "quote", "how", "hosts"), "ompi_btl_shm_listed": ("line", "btl")}
+
+features.FEATURES.update(FEATURES)
+features.FIELDS_OF.update(FIELDS_OF)
