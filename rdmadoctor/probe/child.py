@@ -33,22 +33,28 @@ class Child:
         threading.Thread(target=self._read, daemon=True, name="rdmadoctor-probe-child-out").start()
         threading.Thread(target=self._drain, daemon=True, name="rdmadoctor-probe-child-err").start()
 
+    # Each reader owns its pipe and closes it at its end: a kill does not wait for them (kill_group's
+    # close_output=False), for a child stuck in the kernel (rdma_destroy_id() of a connection whose packets cannot
+    # leave: cm_destroy_id(), uninterruptible) keeps the pipe open, and the read in progress, for many minutes.
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in iter(self.proc.stdout.readline, b""):
-            try:
-                event = json.loads(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self.events.put(event)
+        stdout = self.proc.stdout
+        assert stdout is not None
+        with stdout:
+            for raw in iter(stdout.readline, b""):
+                try:
+                    event = json.loads(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    self.events.put(event)
         self.events.put({"ev": "eof"})
 
     def _drain(self) -> None:
         stderr = self.proc.stderr
         assert stderr is not None
-        for chunk in iter(lambda: stderr.read(1024), b""):
-            self.stderr = (self.stderr + chunk)[-STDERR_KEEP:]
+        with stderr:
+            for chunk in iter(lambda: stderr.read(1024), b""):
+                self.stderr = (self.stderr + chunk)[-STDERR_KEEP:]
 
     def send(self, message: Dict[str, Any]) -> bool:
         try:
@@ -75,7 +81,7 @@ class Child:
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.killed = True
-        proc.kill_group(self.proc, wait=2.0)
+        proc.kill_group(self.proc, wait=2.0, close_output=False)
 
     def close(self) -> None:
         """Ask it to exit, then make sure it has."""

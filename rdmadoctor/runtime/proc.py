@@ -102,15 +102,17 @@ def signal_group(proc: "subprocess.Popen[bytes]", sig: int) -> bool:
             return False
 
 
-def kill_group(proc: "subprocess.Popen[bytes]", wait: float = 1.0) -> None:
-    """SIGKILL the whole group, reap the process (up to `wait` seconds) and close its pipes."""
+def kill_group(proc: "subprocess.Popen[bytes]", wait: float = 1.0, close_output: bool = True) -> None:
+    """SIGKILL the whole group, reap the process (up to `wait` seconds) and close its pipes. `close_output=False`
+    leaves its stdout and stderr to the threads that read them: closing a buffered pipe waits for the lock of a read
+    in progress, and a process stuck in the kernel (or one that escaped the group) may never end that read."""
     if proc.poll() is None:
         signal_group(proc, signal.SIGKILL)
     try:
         proc.wait(timeout=wait)
     except subprocess.TimeoutExpired:
         pass
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
+    for stream in (proc.stdin, proc.stdout, proc.stderr) if close_output else (proc.stdin,):
         try:
             if stream:
                 stream.close()
