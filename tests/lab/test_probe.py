@@ -41,6 +41,12 @@ def _nft(rule: str) -> str:
             "nft add rule inet filter input " + rule)
 
 
+def _nft_output(rule: str) -> str:
+    return ("nft add table inet filter && "
+            "nft add chain inet filter output '{ type filter hook output priority 0; policy accept; }' && "
+            "nft add rule inet filter output " + rule)
+
+
 @dataclass(frozen=True)
 class ProbeScenario:
     name: str
@@ -118,6 +124,10 @@ SCENARIOS = [
                   rungs={2: "failed"},
                   setup=(("client", "ip link add rdt0 type dummy && ip link set rdt0 up && "
                                     "ip addr add 198.51.100.2/24 dev rdt0 && ip route add 192.0.2.1/32 dev rdt0"),)),
+    # last: the verbs child stays stuck in the kernel (cm_destroy_id) after its deadline; the check must still end
+    ProbeScenario("egress-udp-4791-drop", "nft on the probing host drops the UDP 4791 it sends (RoCEv2)", "failure",
+                  "firewall-blocks-port", ("HOST-FIREWALL-EGRESS",), rungs={2: "passed"},
+                  setup=(("client", _nft_output("udp dport 4791 drop")),)),
 ]
 
 

@@ -1,8 +1,8 @@
 """Verdicts from facts recorded live in the Soft-RoCE lab (`check --peer --save`), replayed offline.
 
 tests/probe/data/<scenario>.json are the client's facts with the probe's and the peer's sections, recorded by
-tests/lab/test_probe.py (h2 probing h1; peer-rxe-on-dummy by the same `check --peer` in a bookworm pair, h2
-probing h1 whose rxe0 sat on a dummy netdev without an address). Replaying them checks the view, the rungs and the
+tests/lab/test_probe.py (h2 probing h1; peer-rxe-on-dummy and egress-udp-4791-drop by the same `check --peer` in a
+bookworm pair, h2 probing h1: h1's rxe0 on a dummy netdev without an address; h2 dropping the UDP 4791 it sends). Replaying them checks the view, the rungs and the
 rules without a lab; the lab test checks the same verdicts live."""
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ EXPECTED = {
     "netem-loss-1pct": ("warning", "packet-loss", "PEER-BURST-LOSS", {6: "passed", 7: "warning"}),
     "wrong-peer-address": ("failure", "wrong-peer-address", None, {2: "failed"}),
     "peer-rxe-on-dummy": ("failure", "gid-missing", "PEER-REMOTE-NO-IPV4-GID", {4: "passed", 5: "failed"}),
+    "egress-udp-4791-drop": ("failure", "firewall-blocks-port", "HOST-FIREWALL-EGRESS", {2: "passed"}),
 }
 
 
