@@ -2,8 +2,8 @@
 
 tests/probe/data/<scenario>.json are the client's facts with the probe's and the peer's sections, recorded by
 tests/lab/test_probe.py (h2 probing h1; peer-rxe-on-dummy and egress-udp-4791-drop by the same `check --peer` in a
-bookworm pair, h2 probing h1: h1's rxe0 on a dummy netdev without an address; h2 dropping the UDP 4791 it sends). Replaying them checks the view, the rungs and the
-rules without a lab; the lab test checks the same verdicts live."""
+bookworm pair, h2 probing h1: h1's rxe0 on a dummy netdev without an address; h2 dropping the UDP 4791 it sends).
+Replaying them checks the view, the rungs and the rules without a lab; the lab test checks the same verdicts live."""
 from __future__ import annotations
 
 import copy
