@@ -32,14 +32,19 @@ def statuses() -> Dict[int, Dict[str, Any]]:
         return {s["number"]: s for s in tomllib.load(f)["status"]}
 
 
-class AtLine(int):
-    """A status number that remembers the log line it was read from (a rule's evidence quotes that line)."""
+class OnLine:
+    """A number that remembers the log line it was read from, mixed into int or float (a rule's evidence quotes that
+    line: engine/conditions.py reads `line`)."""
     line: Optional[int] = None
 
-    def __new__(cls, value: int, line: Optional[int]) -> "AtLine":
-        made = super().__new__(cls, value)
+    def __new__(cls, value: Any, line: Optional[int]) -> Any:
+        made = super().__new__(cls, value)  # type: ignore[call-arg]
         made.line = line
         return made
+
+
+class AtLine(OnLine, int):
+    """A status number read from a line."""
 
 
 def failures(run: Run) -> List[Dict[str, Any]]:

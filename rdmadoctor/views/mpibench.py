@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rdmadoctor.model import Run
 from rdmadoctor.views import bysource, features
+from rdmadoctor.views.completions import OnLine
 
 # osu_latency's own banner: "OSU MPI%s Latency Test" with no accelerator ("-CUDA", "-ROCM" ... move the buffers
 # through a GPU, which costs microseconds on one node too)
@@ -28,14 +29,8 @@ SMALL_BYTES = 64
 MIN_SMALL_ROWS = 3
 
 
-class LatencyAtLine(float):
-    """A latency in microseconds that remembers the log line it rests on (a rule's evidence quotes that line)."""
-    line: Optional[int] = None
-
-    def __new__(cls, value: float, line: Optional[int]) -> "LatencyAtLine":
-        made = super().__new__(cls, value)
-        made.line = line
-        return made
+class LatencyAtLine(OnLine, float):
+    """A latency in microseconds read from a line."""
 
     def __str__(self) -> str:
         return f"{float(self):.2f}"
