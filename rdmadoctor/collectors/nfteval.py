@@ -75,15 +75,22 @@ _META = {
     "l4proto": lambda pkt: pkt.l4,
     "nfproto": lambda pkt: "ipv4" if pkt.ipver == 4 else "ipv6",
     "protocol": lambda pkt: "ip" if pkt.ipver == 4 else "ip6",
-    # a packet this host sends has no input interface, one it receives no output interface (on their own hooks): the
-    # name is empty, as nft reads it
-    "iif": lambda pkt: "" if pkt.outbound else pkt.iif if pkt.iif else UNKNOWN,
-    "iifname": lambda pkt: "" if pkt.outbound else pkt.iif if pkt.iif else UNKNOWN,
-    "oif": lambda pkt: pkt.oif if pkt.outbound and pkt.oif else "" if not pkt.outbound else UNKNOWN,
-    "oifname": lambda pkt: pkt.oif if pkt.outbound and pkt.oif else "" if not pkt.outbound else UNKNOWN,
+    "iif": lambda pkt: _interface(pkt, output=False),
+    "iifname": lambda pkt: _interface(pkt, output=False),
+    "oif": lambda pkt: _interface(pkt, output=True),
+    "oifname": lambda pkt: _interface(pkt, output=True),
 }
 # headers a TCP or UDP packet does not have: a match on them is false (link-layer ones are not modelled)
 _OTHER_L4 = ("icmp", "icmpv6", "sctp", "dccp", "ah", "esp", "comp", "udplite", "arp")
+
+
+def _interface(pkt: Packet, output: bool) -> Any:
+    """The packet's input or output interface; "" for the one its path does not have (a packet this host sends has no
+    input interface, one it receives no output interface: nft reads the name as empty); UNKNOWN when not given."""
+    if output != pkt.outbound:
+        return ""
+    name = pkt.oif if output else pkt.iif
+    return name if name else UNKNOWN
 
 
 def _payload_value(proto: Any, field: Any, pkt: Packet) -> Any:

@@ -35,16 +35,11 @@ VERDICT_BUDGET = 10.0                 # a dead or filtered peer: the probe's ver
 RESULTS: List[Dict] = []
 
 
-def _nft(rule: str) -> str:
+def _nft(rule: str, hook: str = "input") -> str:
+    """Shell that adds `rule` to an inet filter chain on `hook` (input: what arrives; output: what this host sends)."""
     return ("nft add table inet filter && "
-            "nft add chain inet filter input '{ type filter hook input priority 0; policy accept; }' && "
-            "nft add rule inet filter input " + rule)
-
-
-def _nft_output(rule: str) -> str:
-    return ("nft add table inet filter && "
-            "nft add chain inet filter output '{ type filter hook output priority 0; policy accept; }' && "
-            "nft add rule inet filter output " + rule)
+            f"nft add chain inet filter {hook} '{{ type filter hook {hook} priority 0; policy accept; }}' && "
+            f"nft add rule inet filter {hook} " + rule)
 
 
 @dataclass(frozen=True)
@@ -127,7 +122,7 @@ SCENARIOS = [
     # last: the verbs child stays stuck in the kernel (cm_destroy_id) after its deadline; the check must still end
     ProbeScenario("egress-udp-4791-drop", "nft on the probing host drops the UDP 4791 it sends (RoCEv2)", "failure",
                   "firewall-blocks-port", ("HOST-FIREWALL-EGRESS",), rungs={2: "passed"},
-                  setup=(("client", _nft_output("udp dport 4791 drop")),)),
+                  setup=(("client", _nft("udp dport 4791 drop", hook="output")),)),
 ]
 
 
