@@ -365,6 +365,50 @@ def test_every_catalogue_example_is_named_whatever_line_precedes_it(hyperscan_pr
     assert hyperscan_prefilter.matches(b"\tNode GUID: 0x98039b03009283de\n\tPort 1:\n")
 
 
+def test_every_catalogue_example_is_named_by_its_own_pattern_inside_a_block(hyperscan_prefilter):
+    """The classifier tries only the patterns the database names on a line: an example named by some other pattern
+    but not its own loses its message. Every example, deep inside a block of them all, is named by its own."""
+    import re
+    from rdmadoctor.logparse import catalog, prefilter
+    where: dict = {}
+    for i, source in enumerate(hyperscan_prefilter.sources):
+        where.setdefault(source, set()).add(i)
+    rows = set(prefilter._row_sources())       # (named by the database of rows, in the gaps)
+    wanted = []
+    for source, lines in catalog.examples_by_source().items():
+        if source in rows:
+            continue
+        regex = re.compile(source, re.IGNORECASE)
+        wanted += [(line, where[source]) for line in lines
+                   if "\n" not in line and line.isascii() and regex.search(line)]
+    assert len(wanted) > 1000
+    block, ends = b"\n" * 300, []
+    for line, _ids in wanted[::-1] + wanted:
+        block += line.encode() + b"\n"
+        ends.append(len(block))
+    named = dict(hyperscan_prefilter.matches(block))
+    missed = [line for (line, ids), end in zip(wanted[::-1] + wanted, ends)
+              if ids.isdisjoint(named.get(end, ())) and -1 not in named.get(end, ())]
+    assert not missed, missed[:5]
+
+
+def test_a_pattern_hyperscan_loses_past_a_blocks_start_is_stood_in_for(monkeypatch):
+    """hyperscan names "# OSU MPI Latency Test" by `#\\s*OSU...` at a block's start and, beside `#\\s*Out of bounds
+    values`, never some 25 bytes into one: the compiled database puts the pattern's literal in its place."""
+    hs = pytest.importorskip("hyperscan")
+    from rdmadoctor.logparse import catalog, prefilter
+    osu, bounds = r"#\s*OSU\s+MPI\b.*\bTest\b", r"#\s*Out of bounds values\s*:\s*\d+"
+    monkeypatch.setattr(catalog, "examples_by_source", lambda: {osu: ["# OSU MPI Latency Test v5.6.1"],
+                                                               bounds: ["# Out of bounds values : 0 OK"]})
+    monkeypatch.setattr(prefilter, "_row_sources", lambda: [])
+    database = prefilter._compile(hs, [(osu, "osu"), (bounds, "out of bounds")])
+    for padding in (b"", b"\n" * 40, b"mpirun --mca btl self,vader,tcp ./osu_latency\n"):
+        named = []
+        database.scan(padding + b"# OSU MPI Latency Test v5.6.1\n",
+                      match_event_handler=lambda p, _s, _e, _f, _c: named.append(p))
+        assert 0 in named, padding
+
+
 def test_the_compiled_databases_are_cached_and_read_back(tmp_path, monkeypatch):
     """The first large input compiles both databases and keeps them in the cache; the next run reads them back and
     finds the same lines (a row of another producer's table among them)."""

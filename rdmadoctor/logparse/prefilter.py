@@ -278,8 +278,9 @@ def _compiled_ids(sources: List[Tuple[str, Optional[str]]]) -> List[int]:
 
 def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
     """One database of the patterns (_compiled_ids). A pattern hyperscan cannot take, even approximated, or whose
-    compiled form misses a line of its own catalogue examples, is replaced by its literal (a line that holds it
-    reaches the parser), or without one by every line; None when not even that compiles."""
+    compiled form misses a line of its own catalogue examples (alone, or inside a block of them), is replaced by its
+    literal (a line that holds it reaches the parser), or without one by every line; None when not even that
+    compiles."""
     ids = _compiled_ids(sources)
     expressions = [_expression(sources[i][0]) for i in ids]
     hs_flags = flags(hs)
@@ -290,12 +291,17 @@ def _compile(hs, sources: List[Tuple[str, Optional[str]]]):
         database = _database(hs, expressions, hs_flags, ids)
         if database is None:
             return None
-    missing = _missing_examples(hs, database, sources, ids)
-    if not missing:
-        return database
-    for j in missing:
-        expressions[j] = _stand_in(sources[ids[j]][1])
-    return _database(hs, expressions, hs_flags, ids)
+    # a stand-in is checked as the pattern was (a literal may be lost too); one that is gets every line
+    for literal in (lambda i: sources[i][1], lambda i: None):
+        missing = _missing_examples(hs, database, sources, ids)
+        if not missing:
+            return database
+        for j in missing:
+            expressions[j] = _stand_in(literal(ids[j]))
+        database = _database(hs, expressions, hs_flags, ids)
+        if database is None:
+            return None
+    return database
 
 
 def _stand_in(literal: Optional[str]) -> bytes:
@@ -304,13 +310,17 @@ def _stand_in(literal: Optional[str]) -> bytes:
 
 
 def _missing_examples(hs, database, sources: List[Tuple[str, Optional[str]]], ids: List[int]) -> List[int]:
-    """The places in `ids` of the patterns the database does not name on a line of their own examples that they match.
-    hyperscan loses some matches: "connect returned Connection refused, retrying" is not found by `returned\\h*.+,\\h*
-    retrying` with one blank before the last word, and is with two."""
+    """The places in `ids` of the patterns the database does not name on a line of their own examples that they match,
+    each example scanned alone and again within one block of them all. hyperscan loses some matches:
+    "connect returned Connection refused, retrying" is not found by `returned\\h*.+,\\h*retrying` with one blank
+    before the last word, and is with two; and some only past a block's first bytes, where it reads with other
+    engines than for a short block: beside `#\\h*Out of bounds values`, `#\\h*OSU[^\\n]*\\n` names "# OSU MPI Latency
+    Test" at the start of a block and never about 25 bytes or more into one (hyperscan 0.9.1's wheel)."""
     from rdmadoctor.logparse import catalog
     examples = catalog.examples_by_source()
     scratch = hs.Scratch(database)
-    missing = []
+    missing: Set[int] = set()
+    in_block: List[Tuple[int, bytes]] = []          # (place in ids, example) for the block
     for j, i in enumerate(ids):
         source = sources[i][0]
         lines = [line for line in examples.get(source, ()) if line.isascii() and "\n" not in line]
@@ -320,13 +330,30 @@ def _missing_examples(hs, database, sources: List[Tuple[str, Optional[str]]], id
         for line in lines:
             if not regex.search(line):
                 continue
-            named: List[int] = []
-            database.scan(line.encode() + b"\n", match_event_handler=lambda p, _s, _e, _f, _c, to=named: to.append(p),
-                          scratch=scratch)
-            if i not in named:
-                missing.append(j)
-                break
-    return missing
+            in_block.append((j, line.encode()))
+            if i not in _named(hs, database, scratch, line.encode() + b"\n").get(len(line) + 1, ()):
+                missing.add(j)
+    # the examples in several orders, each after other lines than in the others
+    in_block = in_block + in_block[::-1] + in_block[1::2] + in_block[::2]
+    block, ends = bytearray(_BLOCK_PAD), []
+    for _j, line in in_block:
+        block += line + b"\n"
+        ends.append(len(block))
+    named = _named(hs, database, scratch, bytes(block))
+    missing.update(j for (j, _line), end in zip(in_block, ends) if ids[j] not in named.get(end, ()))
+    return sorted(missing)
+
+
+# what comes before the examples in their block: blank lines, long enough to take every example past a block's start
+_BLOCK_PAD = b"\n" * 256
+
+
+def _named(hs, database, scratch, data: bytes) -> Dict[int, Set[int]]:
+    """The patterns the database names in `data`, by the end of the line (just past its newline)."""
+    named: Dict[int, Set[int]] = {}
+    database.scan(data, match_event_handler=lambda p, _s, end, _f, _c: named.setdefault(end, set()).add(p),
+                  scratch=scratch)
+    return named
 
 
 def _database(hs, expressions: List[bytes], flags: int, ids: Optional[List[int]] = None):
