@@ -403,9 +403,9 @@ def test_a_pattern_hyperscan_loses_past_a_blocks_start_is_stood_in_for(monkeypat
     monkeypatch.setattr(prefilter, "_row_sources", lambda: [])
     database = prefilter._compile(hs, [(osu, "osu"), (bounds, "out of bounds")])
     for padding in (b"", b"\n" * 40, b"mpirun --mca btl self,vader,tcp ./osu_latency\n"):
-        named = []
+        named: list = []
         database.scan(padding + b"# OSU MPI Latency Test v5.6.1\n",
-                      match_event_handler=lambda p, _s, _e, _f, _c: named.append(p))
+                      match_event_handler=lambda p, _s, _e, _f, _c, to=named: to.append(p))
         assert 0 in named, padding
 
 

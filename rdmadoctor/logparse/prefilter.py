@@ -336,8 +336,8 @@ def _missing_examples(hs, database, sources: List[Tuple[str, Optional[str]]], id
     # the examples in several orders, each after other lines than in the others
     in_block = in_block + in_block[::-1] + in_block[1::2] + in_block[::2]
     block, ends = bytearray(_BLOCK_PAD), []
-    for _j, line in in_block:
-        block += line + b"\n"
+    for _j, example in in_block:
+        block += example + b"\n"
         ends.append(len(block))
     named = _named(hs, database, scratch, bytes(block))
     missing.update(j for (j, _line), end in zip(in_block, ends) if ids[j] not in named.get(end, ()))
