@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from rdmadoctor.views import params
-from rdmadoctor.views import bysource, features
+from rdmadoctor.views import bysource
 from rdmadoctor.model import Evidence, Message, Run
 
 MAX_EVIDENCE_PER_CONDITION = 6
@@ -273,6 +273,8 @@ def _option(cond: Dict[str, Any], scope: Scope) -> bool:
 
 
 def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
+    # imported on first use: check reads no run, and the views of runs are about 40 ms of its start
+    from rdmadoctor.views import features
     name = cond["feature"]
     for run in scope.pick(cond.get("of")):
         value = features.feature(run, name, scope.ctx)
@@ -284,6 +286,7 @@ def _feature(cond: Dict[str, Any], scope: Scope) -> bool:
 
 def _feature_evidence(scope: Scope, run: Run, name: str, value: Any) -> Evidence:
     """The line a feature rests on: its own line, the best result row, or where the output ends."""
+    from rdmadoctor.views import features
     if isinstance(value, dict) and "quote" in value:
         # a record resting on a line of another run or file of the input (or on a fact) says which
         return Evidence(value.get("source", run.source), value["quote"], value.get("line"), value.get("note"))

@@ -22,7 +22,6 @@ from typing import Any, Callable, Dict
 
 from rdmadoctor.knowledge.perftest import NEGOTIATED_FIELDS
 from rdmadoctor.views import params
-from rdmadoctor.views import features
 from rdmadoctor.model import Run
 from rdmadoctor.runtime.text import Quoted, shell_words  # noqa: F401 - rules' commands are built quoted
 
@@ -39,6 +38,8 @@ class Missing(Exception):
 
 def _attr(obj: Any, name: str, ctx: Dict[str, Any]) -> Any:
     if isinstance(obj, Run):
+        # imported on first use: check reads no run, and the views of runs are about 40 ms of its start
+        from rdmadoctor.views import features
         if name in params.PARAMETERS:
             value = params.read(obj, name)
             if value is None:

@@ -19,7 +19,6 @@ from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
 from rdmadoctor.knowledge.listings import LISTING_TOOLS
 from rdmadoctor.knowledge.phrases import say
 from rdmadoctor.model import Finding, Run, Verdict
-from rdmadoctor.views import features
 
 
 
@@ -80,6 +79,8 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
     if not runs:
         return Verdict("unknown", "unknown", None, say("nothing-recognised", lang), None, None,
                        [], [say("paste-both-sides", lang)])
+    # imported on first use: check reads no run, and the views of runs are about 40 ms of its start
+    from rdmadoctor.views import features
     done = [r for r in runs if features.feature(r, "results", ctx)]
     if not done and all(r.tool in LISTING_TOOLS for r in runs):
         tools = ", ".join(sorted({str(r.tool) for r in runs}))
@@ -94,6 +95,7 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
 def _nothing_measured(runs: Sequence[Run], lang: Optional[str]) -> Verdict:
     """Unknown: no run printed results and no error. Where none of the producers ever prints a result (a kernel
     log, an agent's), no run was cut short: these lines only cannot show a working program."""
+    from rdmadoctor.views import features
     producers = sorted({str(r.producer) for r in runs})
     if not any(features.prints_results(p) for p in producers):
         return Verdict("unknown", "unknown", None, say("no-program-run", lang, producers=", ".join(producers)), None,
@@ -114,7 +116,10 @@ def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: O
 
 def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence[Finding]) -> Optional[Verdict]:
     """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is."""
-    if not runs or any(features.feature(r, "results", ctx) for r in runs):
+    if not runs:
+        return None
+    from rdmadoctor.views import features
+    if any(features.feature(r, "results", ctx) for r in runs):
         return None
     return _unexplained_error(runs, findings, ctx.get("lang"))
 
