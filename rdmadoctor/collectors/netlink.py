@@ -265,6 +265,18 @@ def _addresses(ipr: Rtnetlink, names: Dict[int, str]) -> List[Dict[str, Any]]:
     return out
 
 
+def _arp_ignore(ctx: CollectContext, addresses: Optional[List[Dict[str, Any]]]) -> Optional[Dict[str, Optional[int]]]:
+    """net.ipv4.conf.<name>.arp_ignore for "all" and each netdev that holds an IPv4 address (None: unreadable; the
+    kernel answers with the larger of "all" and the netdev's own, IN_DEV_ARP_IGNORE). At 0, every interface answers ARP
+    for every address of the host: two RDMA netdevs in one subnet answer for each other (librdmacm.md, "Using multiple
+    interfaces"). None when the addresses were not read."""
+    if addresses is None:
+        return None
+    names = sorted({a["ifname"] for a in addresses if a.get("family") == 4 and isinstance(a.get("ifname"), str)
+                    and "/" not in a["ifname"] and a["ifname"] not in (".", "..", "all", "default")})
+    return {name: ctx.read_int(f"/proc/sys/net/ipv4/conf/{name}/arp_ignore") for name in ["all", *names]}
+
+
 def _route_table(r: Any) -> Optional[int]:
     table = _attr(r, "RTA_TABLE")
     return table if table is not None else r["table"]
@@ -381,6 +393,7 @@ def _read_rtnetlink(ctx: CollectContext, ipr: Rtnetlink, data: Dict[str, Any]) -
         except Exception as exc:     # noqa: BLE001
             data[key] = None
             ctx.unreadable(key, f"{type(exc).__name__}: {exc}")
+    data["arp_ignore"] = _arp_ignore(ctx, data.get("addresses"))
     if ctx.peer:
         try:
             data["peer"] = _peer(ipr, ctx.peer, names, data.get("neighbours") or [])

@@ -202,6 +202,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
         "versions": _data(facts, "versions"),
         "netdev_children": _children(links),
         "rdma_subnet_routes": _rdma_subnet_routes(netlink, rdma_netdevs),
+        "rdma_arp_flux": _rdma_arp_flux(netlink, rdma_netdevs),
         "umad_class": _umad_class(kernel.get("umad_class")),
         "peer": None,
     }
@@ -243,14 +244,7 @@ def _rdma_subnet_routes(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List
     longest prefix wins, so rdma_cm resolves those peers to that netdev (ADDR_ERROR, no device) and perftest's side
     channel and a RoCE QP's neighbour lookup leave through it. A route through another RDMA netdev (one NIC per rail
     in one subnet) is not one of them; a saved facts file is read as it comes."""
-    subnets = []
-    for a in netlink.get("addresses") or []:
-        if not isinstance(a, dict) or a.get("ifname") not in rdma_netdevs or a.get("scope") not in ("universe", 0):
-            continue
-        try:
-            subnets.append((ipaddress.ip_interface(f"{a.get('address')}/{a.get('prefixlen')}").network, a))
-        except (ValueError, TypeError):
-            continue
+    subnets = list(_rdma_subnets(netlink, rdma_netdevs))
     out = []
     for r in netlink.get("routes") or []:
         if not isinstance(r, dict) or r.get("type") != "unicast" or r.get("ifname") in rdma_netdevs \
@@ -266,6 +260,45 @@ def _rdma_subnet_routes(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List
                             "gateway": r.get("gateway"), "proto": r.get("proto"), "subnet": str(subnet),
                             "rdma_netdev": a.get("ifname"), "address": a.get("address")})
                 break
+    return out
+
+
+def _rdma_subnets(netlink: Dict[str, Any], rdma_netdevs: Set[str], family: Optional[int] = None):
+    """(subnet, address entry) of each global address an RDMA netdev holds (of one IP version, when asked)."""
+    for a in netlink.get("addresses") or []:
+        if not isinstance(a, dict) or a.get("ifname") not in rdma_netdevs or a.get("scope") not in ("universe", 0):
+            continue
+        try:
+            subnet = ipaddress.ip_interface(f"{a.get('address')}/{a.get('prefixlen')}").network
+        except (ValueError, TypeError):
+            continue
+        if family is None or subnet.version == family:
+            yield subnet, a
+
+
+def _rdma_arp_flux(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:
+    """The IPv4 subnets where two or more RDMA netdevs hold an address and one of them answers ARP for every address of
+    the host (net.ipv4.conf arp_ignore 0 for it and for "all": the kernel takes the larger of the two): a peer's
+    rdma_cm and neighbour lookup may learn the other port's MAC for an address, and its traffic reaches the wrong port.
+    A subnet where a value could not be read is not listed."""
+    arp = netlink.get("arp_ignore")
+    if not isinstance(arp, dict):
+        return []
+    by_subnet: Dict[Any, Dict[str, str]] = {}
+    for subnet, a in _rdma_subnets(netlink, rdma_netdevs, 4):
+        by_subnet.setdefault(subnet, {}).setdefault(a["ifname"], str(a.get("address")))
+    out = []
+    for subnet, held in by_subnet.items():
+        if len(held) < 2:
+            continue
+        values = [arp.get("all"), *(arp.get(name) for name in held)]
+        if not all(isinstance(v, int) for v in values):
+            continue
+        answering = sorted(name for name in held if max(arp["all"], arp[name]) == 0)
+        if answering:
+            out.append({"label": str(subnet), "subnet": str(subnet), "arp_ignore_all": arp["all"],
+                        "netdevs": ", ".join(f"{name} ({held[name]})" for name in sorted(held)),
+                        "answering": ", ".join(answering)})
     return out
 
 

@@ -188,6 +188,15 @@ def _listener_event(listener: Optional[Dict[str, Any]], ev: str) -> Optional[Dic
     return None
 
 
+def _permanent(flags: Any) -> Optional[bool]:
+    """Whether /proc/net/arp's flags hold ATF_PERM (0x4, include/uapi/linux/if_arp.h): an entry set by hand (`ip neigh
+    ... nud permanent`, `arp -s`), which the kernel never resolves again; None when they are not shown."""
+    try:
+        return bool(int(str(flags), 16) & 0x4)
+    except ValueError:
+        return None
+
+
 def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
     peer = probe.get("peer")
     tcp = [dict(t) for t in probe.get("tcp") or []]
@@ -212,6 +221,7 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
         "cm_error": (cm.get("setup") or cm.get("connect") or cm.get("route") or cm.get("addr") or {}).get("error"),
         "cm_seconds": {k: (cm.get(k) or {}).get("seconds") for k in ("addr", "route", "setup", "connect")},
         "arp": arp, "neighbour_known": bool(before.get("known")), "neighbour_mac": before.get("mac"),
+        "neighbour_device": before.get("device"), "neighbour_static": _permanent(before.get("flags")),
         "exchange": probe.get("exchange"), "burst": probe.get("burst"), "listener": probe.get("listener"),
         "seconds": probe.get("seconds"), "source": probe.get("source") or {},
     }
@@ -228,6 +238,9 @@ def derive(probe: Dict[str, Any], view: Dict[str, Any]) -> Dict[str, Any]:
     if arp.get("state") == "answered":
         alive.append(f"ARP answered ({arp.get('mac')})")
     out["alive"] = bool(alive)
+    # the peer answered a fresh ARP request with another MAC than the one this host's entry holds
+    out["neighbour_other_mac"] = bool(arp.get("state") == "answered" and before.get("known") and
+                                      str(arp.get("mac")).lower() != str(before.get("mac")).lower())
     out["alive_because"] = ", ".join(alive) or None
     out["tcp_works"] = any(t.get("state") in ("open", "refused") for t in tcp)
     out["tcp_filtered"] = [dict(t, label=f"TCP {t.get('port')} ({t.get('role')})") for t in tcp

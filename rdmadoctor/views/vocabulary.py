@@ -128,6 +128,12 @@ HOST: Dict[str, Any] = {
                             "proto": "who added it (kernel, boot, static, dhcp ...)",
                             "subnet": "the RDMA netdev's subnet", "rdma_netdev": "that RDMA netdev",
                             "address": "the RDMA netdev's address in it"}],
+    "rdma_arp_flux": [{"label": "'192.0.2.0/24'", "subnet": "an IPv4 subnet where two or more RDMA netdevs hold an "
+                                                           "address",
+                       "netdevs": "those netdevs with their addresses ('eth0 (192.0.2.1), rdt0 (192.0.2.3)')",
+                       "answering": "those that answer ARP for any address of the host (arp_ignore 0, theirs and "
+                                    "all's)",
+                       "arp_ignore_all": "net.ipv4.conf.all.arp_ignore"}],
     "umad_class": {"listings": "how many listings of /sys/class/infiniband_mad the paste shows (the view is None "
                                "when it shows none)",
                    "umad": ["a umad entry of the last listing (umad0)"],
@@ -190,7 +196,10 @@ PROBE: Dict[str, Any] = {
     "arp": {"state": "answered | silent | not-run", "mac": "who answered", "why": "why it did not run",
             "seconds": "time to the answer"},
     "no_arp": "nobody answers ARP for the peer", "neighbour_known": "this host already knew the peer's MAC",
-    "neighbour_mac": "that MAC", "alive": "the peer answered something", "alive_because": "what it answered",
+    "neighbour_mac": "that MAC", "neighbour_device": "the netdev of that entry",
+    "neighbour_static": "that entry was set by hand (permanent: the kernel never resolves it again)",
+    "neighbour_other_mac": "the peer answered a fresh ARP request with another MAC than that entry's",
+    "alive": "the peer answered something", "alive_because": "what it answered",
     "answers_above_l2": "the peer answered above Ethernet (TCP, rdma_cm)",
     "cm_mode": "agent | bare: with or without the peer's agent", "cm_run": "the rdma_cm probe ran",
     "cm_why": "why it did not run", "cm_addr": "rdma_resolve_addr: resolved | error | timeout",

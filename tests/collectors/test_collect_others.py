@@ -38,6 +38,30 @@ def test_netlink_live_loopback_peer():
     assert data["peer"]["route"]["type"] == "local" and data["peer"]["route"]["ifname"] == "lo"
 
 
+def test_netlink_reads_arp_ignore_for_all_and_each_netdev_with_an_ipv4_address():
+    pytest.importorskip("pyroute2")
+    data = one(CollectContext(), "netlink")["data"]
+    holders = {a["ifname"] for a in data["addresses"] if a["family"] == 4}
+    assert set(data["arp_ignore"]) == {"all"} | holders and "lo" in holders
+    with open("/proc/sys/net/ipv4/conf/all/arp_ignore") as f:
+        assert data["arp_ignore"]["all"] == int(f.read())
+
+
+def test_arp_ignore_is_read_only_under_proc_sys_net_ipv4_conf_and_never_for_odd_names():
+    from rdmadoctor.collectors import netlink
+    asked = []
+
+    class Reader:
+        def read_int(self, path):
+            asked.append(path)
+            return 1
+    addresses = [{"ifname": n, "family": 4} for n in ("eth0", "..", "a/b", "all", None)] + \
+        [{"ifname": "eth1", "family": 6}]
+    assert netlink._arp_ignore(Reader(), addresses) == {"all": 1, "eth0": 1}
+    assert asked == ["/proc/sys/net/ipv4/conf/all/arp_ignore", "/proc/sys/net/ipv4/conf/eth0/arp_ignore"]
+    assert netlink._arp_ignore(Reader(), None) is None
+
+
 def test_pyroute2_api_loads_the_messages_without_the_whole_package_or_asyncio_and_leaves_it_importable():
     pytest.importorskip("pyroute2")
     code = ("import json, sys\n"

@@ -119,6 +119,10 @@ SCENARIOS = [
                   rungs={2: "failed"},
                   setup=(("client", "ip link add rdt0 type dummy && ip link set rdt0 up && "
                                     "ip addr add 198.51.100.2/24 dev rdt0 && ip route add 192.0.2.1/32 dev rdt0"),)),
+    ProbeScenario("static-neighbour-other-mac", "a permanent neighbour entry on the probing host holds the peer's "
+                  "address at a MAC nobody has", "failure", "wrong-neighbour-mac", ("PEER-NEIGHBOUR-STATIC-OTHER-MAC",),
+                  rungs={2: "failed"}, dead_or_filtered=True,
+                  setup=(("client", "ip neigh replace 192.0.2.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent"),)),
     # last: the verbs child stays stuck in the kernel (cm_destroy_id) after its deadline; the check must still end
     ProbeScenario("egress-udp-4791-drop", "nft on the probing host drops the UDP 4791 it sends (RoCEv2)", "failure",
                   "firewall-blocks-port", ("HOST-FIREWALL-EGRESS",), rungs={2: "passed"},

@@ -1,8 +1,10 @@
 """Verdicts from facts recorded live in the Soft-RoCE lab (`check --peer --save`), replayed offline.
 
 tests/probe/data/<scenario>.json are the client's facts with the probe's and the peer's sections, recorded by
-tests/lab/test_probe.py (h2 probing h1; peer-rxe-on-dummy and egress-udp-4791-drop by the same `check --peer` in a
-bookworm pair, h2 probing h1: h1's rxe0 on a dummy netdev without an address; h2 dropping the UDP 4791 it sends).
+tests/lab/test_probe.py (h2 probing h1; peer-rxe-on-dummy, egress-udp-4791-drop and static-neighbour-other-mac by the
+same `check --peer` in a bookworm pair, h2 probing h1: h1's rxe0 on a dummy netdev without an address; h2 dropping the
+UDP 4791 it sends; h2 holding h1's address at a MAC nobody has, `ip neigh replace 192.0.2.1 lladdr 02:00:00:00:00:01
+dev eth0 nud permanent`).
 Replaying them checks the view, the rungs and the rules without a lab; the lab test checks the same verdicts live."""
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ EXPECTED = {
     "wrong-peer-address": ("failure", "wrong-peer-address", None, {2: "failed"}),
     "peer-rxe-on-dummy": ("failure", "gid-missing", "PEER-REMOTE-NO-IPV4-GID", {4: "passed", 5: "failed"}),
     "egress-udp-4791-drop": ("failure", "firewall-blocks-port", "HOST-FIREWALL-EGRESS", {2: "passed"}),
+    "static-neighbour-other-mac": ("failure", "wrong-neighbour-mac", "PEER-NEIGHBOUR-STATIC-OTHER-MAC", {2: "failed"}),
 }
 
 

@@ -132,3 +132,30 @@ def test_routes_that_leave_the_rdma_subnet_alone_are_not_listed():
     # a second RDMA netdev (one NIC per rail in one subnet) is RDMA too
     assert _routed([_route("192.0.2.7/32", "eth1")],
                    ports=[port(), port(2, netdev="eth1")]) == []
+
+
+def _flux(arp_ignore, addresses=None):
+    f = facts(ports=[port(), port(2, netdev="eth1")], addresses=addresses if addresses is not None else
+              [{"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24, "scope": "universe"},
+               {"ifname": "eth1", "family": 4, "address": "192.0.2.3", "prefixlen": 24, "scope": "universe"}])
+    f["sections"]["netlink"]["data"]["arp_ignore"] = arp_ignore
+    return factview.build(f)["rdma_arp_flux"]
+
+
+def test_rdma_netdevs_sharing_a_subnet_that_answer_arp_for_each_other_are_listed():
+    (item,) = _flux({"all": 0, "eth0": 0, "eth1": 0})
+    assert (item["subnet"], item["netdevs"], item["answering"], item["arp_ignore_all"]) == \
+        ("192.0.2.0/24", "eth0 (192.0.2.1), eth1 (192.0.2.3)", "eth0, eth1", 0)
+    # the kernel takes the larger of "all" and the interface's own value
+    assert _flux({"all": 0, "eth0": 1, "eth1": 0})[0]["answering"] == "eth1"
+
+
+def test_arp_flux_needs_two_rdma_netdevs_in_one_subnet_and_every_value_read():
+    assert _flux({"all": 2, "eth0": 0, "eth1": 0}) == []                  # all's 2 wins
+    assert _flux({"all": 0, "eth0": 1, "eth1": 2}) == []
+    assert _flux({"all": 0, "eth0": None, "eth1": 0}) == []               # unreadable: not listed, not guessed
+    assert _flux({"all": "0", "eth0": 0, "eth1": 0}) == []                # (a saved file is read as it comes)
+    assert _flux(None) == [] and _flux("junk") == []
+    other_subnet = [{"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24, "scope": "universe"},
+                    {"ifname": "eth1", "family": 4, "address": "198.51.100.1", "prefixlen": 24, "scope": "universe"}]
+    assert _flux({"all": 0, "eth0": 0, "eth1": 0}, other_subnet) == []
