@@ -857,6 +857,8 @@ class Lab:
             "[ \"$(ip -o -4 addr show dev {d} | awk '{{print $4}}')\" = {a}/{p} ] || "
             "{{ ip addr flush dev {d}; ip addr add {a}/{p} dev {d}; }}".format(d=NETDEV, a=vm.address, p=PREFIX),
             "ip neigh flush dev %s" % NETDEV,
+            # (a plain flush leaves the entries set by hand, which a fault may have made)
+            "ip neigh flush dev %s nud permanent" % NETDEV,
             "test -e /sys/class/infiniband/%s || rdma link add %s type rxe netdev %s" % (RXE, RXE, NETDEV),
             # what Debian's rdma-core udev rules would do (udevd does not run in the lab guests)
             "chmod 0666 /dev/infiniband/uverbs* /dev/infiniband/rdma_cm 2>/dev/null",
