@@ -95,6 +95,18 @@ def test_the_loader_refuses_unknown_template_names(tmp_path):
     assert "{message.hots}: 'hots' is not a field of message(s) ['D05']" in text
 
 
+def test_a_template_naming_a_field_that_a_message_attribute_hides_is_refused(tmp_path):
+    """NCCL.RETURN_TRACE binds the source line as `line`, and every message has its own `line` (where it stands in
+    the log): {message.line} would print the second, so the table refuses it; a field of another name passes."""
+    text = RULE.replace("{when}", '{ message = "NCCL.RETURN_TRACE" }').replace("{scope}", "run")
+    (tmp_path / "site.toml").write_text(text.replace("t {run.num_qps}", "t {message.path}:{message.line}"))
+    with pytest.raises(rule_table.RuleError, match=r"\{message\.line\}: 'line' is a field of message "
+                                                   r"NCCL\.RETURN_TRACE and an attribute of every message"):
+        rule_table.build([rule_table.rules_dir(), tmp_path])
+    (tmp_path / "site.toml").write_text(text.replace("t {run.num_qps}", "t {message.path}"))
+    assert any(r.id == "X-1" for r in rule_table.build([rule_table.rules_dir(), tmp_path]).rules)
+
+
 def test_a_fact_rule_with_a_misspelt_item_is_refused(tmp_path):
     with pytest.raises(rule_table.RuleError, match=r"item field 'stat' is not a name of ports's items"):
         _load(tmp_path, '{ item = "stat", op = "==", value = "DOWN" }', scope="facts", each="ports")
@@ -160,3 +172,11 @@ def test_cite_adds_its_evidence_when_it_holds_and_never_decides(tmp_path):
         quoted[name] = [e.text for e in found[0].evidence]
     assert any("ibv_open_device" in t for t in quoted["with"]) and len(quoted["with"]) == 2
     assert len(quoted["without"]) == 1 and len(quoted["another call"]) == 1
+
+
+def test_ucx_assertion_title_gives_the_source_line_not_the_log_line():
+    from rdmadoctor.engine import diagnose
+    from rdmadoctor.logparse.streams import parse_text
+    text = "job started\n" * 6 + "[node1:1234 :0:1234]   rc_mlx5.inl:345  Assertion `qp_num == txqp->qp_num' failed\n"
+    found = [f for f in diagnose.explain(parse_text(text)).findings if f.rule == "UCX-ASSERTION"]
+    assert found and "rc_mlx5.inl:345 Assertion" in found[0].title, [f.title for f in found]

@@ -278,7 +278,13 @@ class _Checker:
             return None
         known = set(MESSAGE_NAMES)
         for mid in message_ids:
-            known |= self.message_fields.get(mid, set())
+            fields = self.message_fields.get(mid, set())
+            if first in MESSAGE_NAMES and first in fields:
+                # the template would print the message's own attribute (its line in the log, its input), never
+                # this field: the catalogue names the field otherwise
+                return (f"'{first}' is a field of message {mid} and an attribute of every message, which the "
+                        f"template reads instead; rename the field in the catalogue")
+            known |= fields
         return None if first in known else \
             f"'{first}' is not a field of message(s) {sorted(message_ids)} ({', '.join(sorted(known))})"
 
