@@ -401,3 +401,18 @@ def test_a_harmless_warning_is_not_the_verdict_of_runs_that_stopped_on_an_unexpl
     assert verdict["status"] == status
     assert (verdict["cause"] == "benign-warning") is (not failed)
     assert not failed or verdict["summary"].endswith("rdma_post_send: Unknown error -22")
+
+
+@pytest.mark.parametrize("second,status", [("$ ./rcopy /etc/hosts 192.0.2.1:/tmp/hosts\nrconnect failed\n"
+                                            ": Invalid argument\n", "unknown"),
+                                           ("$ ./rcopy\nwaiting for connection...\n", "ok")])
+def test_one_program_that_printed_results_does_not_make_another_programs_error_healthy(tmp_path, second, status):
+    """A pasted session of several librdmacm examples (SoftRoCE/librxe-dev#18's shape): rdma_server and rdma_client
+    passed, rcopy failed. OK would hide rcopy's failure; a run that only waited shows none."""
+    log = tmp_path / "session.log"
+    log.write_text("$ ./rdma_server\nrdma_server: start\nrdma_server: end 0\n" + second)
+    result = run("explain", "--json", str(log))
+    verdict = json.loads(result.stdout)["verdict"]
+    assert verdict["status"] == status, verdict
+    assert status == "ok" or (result.returncode == 3 and verdict["summary"].endswith("rconnect failed")
+                              and "printed results" in verdict["summary"])

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
 from rdmadoctor.knowledge.listings import LISTING_TOOLS
 from rdmadoctor.knowledge.phrases import say
-from rdmadoctor.model import Finding, Run, Verdict
+from rdmadoctor.model import Finding, Message, Run, Verdict
 
 
 
@@ -89,6 +89,11 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
     if not done:
         # quote the first error that no finding cites: "no error says why" would be wrong
         return _unexplained_error(runs, findings, lang) or _nothing_measured(runs, lang)
+    # one program's results do not make another's failure healthy (a pasted session of several tools)
+    error = _first_unexplained([r for r in runs if not any(r is d for d in done)], findings)
+    if error is not None:
+        return Verdict("unknown", "unknown", None, say("error-beside-results", lang, done=len(done), runs=len(runs),
+                                                       text=error.text), None, None, [], [say("paste-to-the-end", lang)])
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
@@ -104,10 +109,15 @@ def _nothing_measured(runs: Sequence[Run], lang: Optional[str]) -> Verdict:
                    [say("paste-to-the-end", lang)])
 
 
+def _first_unexplained(runs: Sequence[Run], findings: Sequence[Finding]) -> Optional[Message]:
+    """The first error message of the runs that no finding cites as evidence."""
+    cited = {(e.source, e.line) for f in findings for e in f.evidence}
+    return next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+
+
 def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: Optional[str]) -> Optional[Verdict]:
     """Unknown, quoting the first error message of the runs that no finding cites as evidence; None when all are."""
-    cited = {(e.source, e.line) for f in findings for e in f.evidence}
-    error = next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+    error = _first_unexplained(runs, findings)
     if error is None:
         return None
     return Verdict("unknown", "unknown", None, say("unexplained-error", lang, runs=len(runs), text=error.text), None,

@@ -49,6 +49,8 @@ TOOLS: Dict[str, Tool] = {
     "rdma_xclient": Tool("verbs", frozenset("-s -p -c".split()), side="client"),
     **{name: Tool("verbs", frozenset("-s -b -B -I -C -S -p -T".split()), side="cmatose")
        for name in ("rstream", "riostream")},
+    # rsockets' file copy (getopt "p:"): `rcopy` serves, `rcopy <file> <host>[:<file>]` sends; its first word is a file
+    "rcopy": Tool("verbs", frozenset({"-p"}), side="none"),
     "ucx_perftest": Tool("ucx", _UCX),
     "ucx_info": Tool("ucx", side="none"),
     **{name: Tool("libfabric", _FABTESTS) for name in (

@@ -9,6 +9,8 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
   ucx_timeout_both_hosts     UCX endpoints on two hosts of the input timed out (each waited for the other)
   ucx_gid_index_set          a run of the input shows a UCX GID index setting (UCX_IB_GID_INDEX and the like)
   ucx_perftest_test_differs  the ucx_perftest server prints another test than the client's -t asked for
+  ucx_shown                  the run shows UCX itself (a UCX tool's command line, a UCX line of its own), not only
+                             words countless servers print ("Waiting for connection...")
   ucx_env_typos              names in "unused environment variable" warnings that UCX never reads (misspelt)
   ucx_selection_typo         such a name whose closest real name chooses devices, transports, GIDs, timeouts
   ucx_tls_without_network    UCX_TLS as shown lists no transport that reaches another host
@@ -256,6 +258,21 @@ def ucx_perftest_test_differs(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return {"line": shown.line, "printed": printed, "asked": test, "expected": expected[0]}
 
 
+# ucx_perftest's server lines (src/tools/perf/perftest.c setup_sock_rte()) are also the words of countless other
+# servers (librdmacm's rcopy, socket examples, gnutls' DTLS example: "Waiting for connection...", "Accepted connection
+# from %s"): they show a UCX run only beside something UCX's own
+_GENERIC_UCX = frozenset({"UCX.PERFTEST_WAITING"})
+
+
+def ucx_shown(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The line that shows UCX itself in the run: a UCX tool's command line, or a message of UCX's catalogue other
+    than the words many programs print."""
+    if run.command is not None and run.command.tool.startswith("ucx_"):
+        return {"line": run.command.line, "text": run.command.text}
+    own = next((m for m in run.messages if m.id.startswith("UCX.") and m.id not in _GENERIC_UCX), None)
+    return {"line": own.line, "text": own.text} if own is not None else None
+
+
 @lru_cache(maxsize=1)
 def _ucx_settings() -> Tuple[frozenset, Tuple[str, ...]]:
     with open(_SETTINGS_FILE, "rb") as f:
@@ -436,7 +453,7 @@ def ompi_help_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
                             ucx_tls_without_network, ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
-                            ucx_perftest_test_differs,
+                            ucx_perftest_test_differs, ucx_shown,
                             ompi_btl_without_network, container_without_ipc_lock, pasted_memlock_limit,
                             verbs_provider_missing, ompi_help_hosts)
 }
@@ -445,6 +462,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_memlock_hint_expected": ("line", "version", "why"),
     "ucx_startup": ("line", "text"),
     "ucx_timeout_both_hosts": ("line", "hosts"),
+    "ucx_shown": ("line", "text"),
     "ucx_gid_index_set": ("line", "name", "value"),
     "ucx_perftest_test_differs": ("line", "printed", "asked", "expected"),
     "ucx_env_typos": ("line", "names", "text", "suggestion"),
