@@ -401,6 +401,7 @@ def test_a_harmless_warning_is_not_the_verdict_of_runs_that_stopped_on_an_unexpl
     assert verdict["status"] == status
     assert (verdict["cause"] == "benign-warning") is (not failed)
     assert not failed or verdict["summary"].endswith("rdma_post_send: Unknown error -22")
+    assert not failed or verdict["candidates"] == []         # a harmless warning's cause is no candidate
 
 
 @pytest.mark.parametrize("second,status", [("$ ./rcopy /etc/hosts 192.0.2.1:/tmp/hosts\nrconnect failed\n"
@@ -416,3 +417,14 @@ def test_one_program_that_printed_results_does_not_make_another_programs_error_h
     assert verdict["status"] == status, verdict
     assert status == "ok" or (result.returncode == 3 and verdict["summary"].endswith("rconnect failed")
                               and "printed results" in verdict["summary"])
+
+
+def test_an_error_no_rule_explains_keeps_the_causes_the_warnings_beside_it_name():
+    """Oneflow-Inc/oneflow#3586 (cut by the store mid-line: "NCCL WARN Connect to f"): NCCL's sockets include a veth
+    with only a link-local address (NCCL-OOB-LINK-LOCAL, a warning). The cut error stays the verdict, unknown, and
+    the warning's cause is its candidate; the harmless-warning cause never is."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/real/nccl-oneflow-3586-veth-link-local-cut-warn"
+    result = run("explain", "--json", str(fixture / "paste.log"))
+    verdict = json.loads(result.stdout)["verdict"]
+    assert verdict["status"] == "unknown" and verdict["summary"].endswith("NCCL WARN Connect to f"), verdict
+    assert verdict["candidates"] == ["wrong-transport-selection"]

@@ -6,13 +6,14 @@ The order of authority:
   2. the highest-ranked cause nothing explains (engine/evaluate.py ranks them);
   3. failing symptoms: unknown, with every candidate cause and what to collect next;
   4. warnings;
-  5. ok, but only with evidence of health: for explain, a run that printed results (its errors, if any, were
-     judged above); for check,
+  5. ok, but only with evidence of health: for explain, a run that printed results, and no run without results
+     printing an error no rule explains (its errors, if any, were judged above); for check,
      the rungs a healthy host must show (device, driver, port, address) inspected and passed. Without that
      evidence the verdict is unknown and says what could not be seen.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence
 
 from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
@@ -125,13 +126,23 @@ def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: O
 
 
 def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence[Finding]) -> Optional[Verdict]:
-    """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is."""
+    """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is. The
+    causes the warnings name stay as its candidates (an interface other hosts cannot reach, beside a connection
+    error cut mid-line), harmless ones aside."""
     if not runs:
         return None
     from rdmadoctor.views import features
     if any(features.feature(r, "results", ctx) for r in runs):
         return None
-    return _unexplained_error(runs, findings, ctx.get("lang"))
+    verdict = _unexplained_error(runs, findings, ctx.get("lang"))
+    if verdict is None:
+        return None
+    warned = list(dict.fromkeys(f.cause for f in findings if f.explained_by is None and f.severity == "warn"
+                                and f.kind == "cause" and f.cause not in _HARMLESS))
+    return replace(verdict, candidates=warned) if warned else verdict
+
+
+_HARMLESS = ("benign-warning", "unknown")
 
 
 def _next_for(detail: str, lang: Optional[str]) -> str:
