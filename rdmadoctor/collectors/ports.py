@@ -101,8 +101,8 @@ def cm_ids(ctx: CollectContext) -> Optional[List[Dict[str, Any]]]:
 
 def processes(ctx: CollectContext) -> Dict[str, Any]:
     """The RDMA test programs running here, and perftest's with the ports they listen on
-    (collectors/perftest_procs.py); None for what psutil cannot list. The process table is walked once for both
-    (a cluster node runs thousands of processes)."""
+    (collectors/perftest_procs.py); None for what cannot be listed (no /proc and no psutil, or no rights). The
+    process table is walked once for both (a cluster node runs thousands of processes)."""
     readers = (("rdma_processes", "RDMA test processes", rdma_processes),
                ("perftest", "perftest processes", perftest_procs.collect))
     try:
