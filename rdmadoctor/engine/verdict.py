@@ -93,8 +93,8 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
     # one program's results do not make another's failure healthy (a pasted session of several tools)
     error = _first_unexplained([r for r in runs if not any(r is d for d in done)], findings)
     if error is not None:
-        return Verdict("unknown", "unknown", None, say("error-beside-results", lang, done=len(done), runs=len(runs),
-                                                       text=error.text), None, None, [], [say("paste-to-the-end", lang)])
+        summary = say("error-beside-results", lang, done=len(done), runs=len(runs), text=error.text)
+        return Verdict("unknown", "unknown", None, summary, None, None, [], [say("paste-to-the-end", lang)])
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
