@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from rdmadoctor.knowledge import causes
+
 SERVER_IP = "192.0.2.1"
 CLIENT_IP = "192.0.2.2"
 WRONG_IP = "192.0.2.3"  # nobody on the wire has it
@@ -45,16 +47,8 @@ def pairs_from_env(environ=None) -> List[str]:
     return [p for p in PAIR_ORDER if not wanted or p in wanted]
 
 # The cause slugs of docs/causes.md (a public interface: never renamed).
-CAUSES = frozenset("""
-qp-count-mismatch option-mismatch perftest-version-mismatch server-not-running port-in-use
-wrong-peer-address firewall-blocks-port wrong-device-name wrong-gid-index gid-missing
-rdma-cm-address-not-on-rdma-netdev route-via-wrong-interface mtu-mismatch no-rdma-device
-kernel-module-missing userspace-provider-missing userspace-kernel-mismatch port-down no-subnet-manager
-device-permission-denied rdma-netns-mode firmware-problem memlock-limit device-limit-exceeded
-hugepages-needed gpudirect-peermem-missing gpudirect-unsupported-gpu pcie-acs-enabled packet-loss
-remote-access-error receiver-not-ready pcie-degraded numa-remote link-rate-low mtu-small
-cpu-frequency-scaling perftest-not-installed perftest-bug benign-warning unknown
-""".split())
+# the project's cause vocabulary (docs/causes.md), which every expectation names
+CAUSES = frozenset(causes.slugs()) | {"unknown"}
 
 
 @dataclass(frozen=True)
@@ -397,6 +391,17 @@ SCENARIOS: List[Scenario] = [
               "than stops: each lost packet waits out rxe's retransmit timer, and the 200 x 64 KiB take about 29 s "
               "(about 640 losses, a count that varies by a few percent), so the bound is 15 s, where a 30 s bound "
               "sometimes let the run finish (at 0.45 MiB/s). The recordings were made with a 30 s bound."),
+
+    Scenario(
+        "server-killed-mid-run", "The server is SIGKILLed 5 s into a 20 s run (-D 20)",
+        faulty="h1", fault="timeout -s KILL 5 around the server (as the OOM killer or a time limit would end it)",
+        server=_srv("timeout -s KILL 5 %s -D 20" % WB), client=_cli("%s -D 20" % WB), client_timeout=45,
+        server_grace=10, expect_explain="peer-process-exited", pairs=("bookworm",),
+        server_lines=("Killed",), client_lines=(RESULTS_HEADER,),
+        notes="The server's shell prints \"Killed\" after its results header. The client runs its 20 s and then fails "
+              "its closing exchange over the side channel (\"Couldn't read remote address\"); on rxe its writes to "
+              "the destroyed QP never complete, so its row shows 0 iterations. The host is healthy: check has "
+              "nothing to find."),
 
     # ---- 9. port, link, modules -------------------------------------------------------------------
     Scenario(
