@@ -428,3 +428,37 @@ def test_an_error_no_rule_explains_keeps_the_causes_the_warnings_beside_it_name(
     verdict = json.loads(result.stdout)["verdict"]
     assert verdict["status"] == "unknown" and verdict["summary"].endswith("NCCL WARN Connect to f"), verdict
     assert verdict["candidates"] == ["wrong-transport-selection"]
+
+
+OPENIB_NO_PARAMS = """--------------------------------------------------------------------------
+WARNING: No preset parameters were found for the device that Open MPI
+detected:
+
+  Local host:            node2
+  Device name:           mlx5_1
+  Device vendor ID:      0x02c9
+  Device vendor part ID: 4123
+
+Default device parameters will be used, which may result in lower
+performance.  You can edit any of the files specified by the
+btl_openib_device_param_files MCA parameter to set values for your
+device.
+
+NOTE: You can turn off this warning by setting the MCA parameter
+      btl_openib_warn_no_device_params_found to 0.
+--------------------------------------------------------------------------
+"""
+
+
+@pytest.mark.parametrize("program,status", [("/workspace/nccl-tests/build/all_reduce_perf -b 8 -e 128M -g 8",
+                                             "unknown"), ("./hello", "warning")])
+def test_a_harmless_warning_is_not_the_verdict_of_a_test_program_that_printed_nothing(tmp_path, program, status):
+    """NVIDIA/nccl#304's paste as stored: mpirun starts all_reduce_perf, Open MPI warns harmlessly, and no result
+    follows. "Nothing to fix" would hide that the test never finished; an MPI program that measures nothing keeps
+    the warning as its verdict."""
+    log = tmp_path / "job.log"
+    log.write_text(f"root@node1:/workspace# mpirun --allow-run-as-root -H 10.0.0.1,10.0.0.2 -np 2 {program}\n"
+                   + OPENIB_NO_PARAMS)
+    verdict = json.loads(run("explain", "--json", str(log)).stdout)["verdict"]
+    assert verdict["status"] == status, verdict
+    assert (verdict["cause"] == "benign-warning") is (status == "warning")

@@ -145,6 +145,19 @@ def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Se
 _HARMLESS = ("benign-warning", "unknown")
 
 
+def _harmless_beside_no_result(chosen: Verdict, runs: Sequence[Run], ctx: Dict[str, Any]) -> Optional[Verdict]:
+    """A harmless warning is not the verdict of a test program started on the command line that printed no result
+    (a job cut short, or hung): "nothing to fix" would hide that it never finished. A paste of the warning alone, or
+    of a program that measures nothing (an MPI "hello"), stays the warning."""
+    if chosen.cause != "benign-warning" or not runs:
+        return None
+    from rdmadoctor.views import features
+    if any(features.feature(r, "results", ctx) for r in runs):
+        return None
+    started = any(features.feature(r, "benchmark_started", ctx) for r in runs)
+    return _nothing_measured(runs, ctx.get("lang")) if started else None
+
+
 def _next_for(detail: str, lang: Optional[str]) -> str:
     if "timed out" in detail:
         return say("next-timeout", lang)
@@ -171,7 +184,7 @@ def pick(findings: List[Finding], runs: Sequence[Run], ctx: Dict[str, Any],
     lang = ctx.get("lang")
     chosen = (_from_ladders(ladders, findings, lang) if ladders is not None else None) or _from_findings(findings, lang)
     if chosen is not None and chosen.status == "warning" and ladders is None:
-        chosen = _error_beside_warning(runs, ctx, findings) or chosen
+        chosen = _error_beside_warning(runs, ctx, findings) or _harmless_beside_no_result(chosen, runs, ctx) or chosen
     if chosen is not None:
         return chosen
     if healthy is not None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from rdmadoctor.logparse import catalog
 from rdmadoctor.model import Run
-from rdmadoctor.knowledge.perftest import UINT32, UNIT_TO_GBPS
+from rdmadoctor.knowledge.perftest import TOOLS as PERFTEST_TOOLS, UINT32, UNIT_TO_GBPS
 from rdmadoctor.views.params import real_rows
 from rdmadoctor.views import bysource, completions, prompt
 from rdmadoctor.views.completions import completion
@@ -63,6 +63,25 @@ def prints_results(producer: Optional[str]) -> bool:
         return True
     known = catalog.load()
     return not known.result_ids.isdisjoint(known.ids_of(producer))
+
+
+def benchmark_started(run: Run, ctx) -> bool:
+    """The run's command line starts a test program that prints its measurements (perftest, nccl-tests,
+    ucx_perftest, fabtests' pingpongs), itself or under a launcher (`mpirun ... all_reduce_perf`): such a run that
+    printed none did not finish. A launcher of any other program (an MPI "hello"), a listing tool, or no command
+    shows no such thing."""
+    if run.command is None:
+        return False
+    from rdmadoctor.logparse.producers import TOOLS
+    from rdmadoctor.knowledge.listings import LISTING_TOOLS
+    for word in (run.command.tool, *run.command.argv[1:]):
+        name = word.rsplit("/", 1)[-1]
+        if name in PERFTEST_TOOLS:
+            return True
+        tool = TOOLS.get(name)
+        if tool is not None and name not in LISTING_TOOLS and tool.producer != "ompi" and prints_results(tool.producer):
+            return True
+    return False
 
 
 def completed(run: Run, ctx) -> bool:
@@ -178,7 +197,7 @@ def generation(run: Run, ctx):
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
                             bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
-                            named_device_listed, perftest_shown, generation)
+                            named_device_listed, perftest_shown, generation, benchmark_started)
 }
 FEATURES.update(completions.FEATURES)
 FEATURES.update(prompt.FEATURES)
