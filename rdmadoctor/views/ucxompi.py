@@ -280,12 +280,22 @@ def _ucx_settings() -> Tuple[frozenset, Tuple[str, ...]]:
     return frozenset(data["fields"]), tuple(data["prefixes"])
 
 
+# the env_prefix a program passes to ucp_config_read(): UCX then reads "UCX_<prefix>_<name>" before "UCX_<name>"
+# (Open MPI's UCX components: ucp_config_read("MPI", ...) in ompi/mca/pml/ucx/pml_ucx.c and opal/mca/common/ucx;
+# its OpenSHMEM: ucp_config_read("OSHMEM", ...) in oshmem/mca/spml/ucx/spml_ucx_component.c)
+_PROGRAM_PREFIXES = ("MPI_", "OSHMEM_")
+
+
 def ucx_setting_known(name: str) -> bool:
-    """A UCX_* name UCX can read: "UCX_" + prefixes ("IB_", "RC_MLX5_", "TX_" ...) + one field name."""
+    """A UCX_* name UCX can read: "UCX_" + prefixes ("IB_", "RC_MLX5_", "TX_" ...) + one field name, after the
+    prefix of a program that names its own (UCX_MPI_TLS, UCX_OSHMEM_NET_DEVICES)."""
     if not name.startswith("UCX_"):
         return False
     fields, prefixes = _ucx_settings()
     rest = name[4:]
+    program = next((p for p in _PROGRAM_PREFIXES if rest.startswith(p)), None)
+    if program is not None and ucx_setting_known("UCX_" + rest[len(program):]):
+        return True
 
     @lru_cache(maxsize=None)
     def splits(tail: str, depth: int) -> bool:
@@ -319,6 +329,13 @@ def _edits(a: str, b: str) -> int:
 
 
 def closest_ucx_setting(name: str) -> Optional[str]:
+    """The real name the user most likely meant: the names a cut-short one begins ("UCX_LOG": UCX_LOG_FILE or
+    UCX_LOG_LEVEL, the fewest words first), else the nearest by spelling."""
+    head = name.upper() + "_"
+    longer = sorted((c for c in _ucx_full_names() if c.startswith(head)), key=lambda c: (c.count("_"), c))
+    if longer:
+        shortest = [c for c in longer if c.count("_") == longer[0].count("_")]
+        return " or ".join(shortest[:3])
     candidates = difflib.get_close_matches(name.upper(), _ucx_full_names(), n=12, cutoff=0.7)
     if not candidates:
         return None
