@@ -1,4 +1,5 @@
-"""Interfaces, addresses, routes, neighbours and the route to the peer, through rtnetlink (pyroute2).
+"""Interfaces, addresses, routes, neighbours, queueing disciplines and the route to the peer, through rtnetlink
+(pyroute2).
 
 Read-only kernel queries, no packets sent (`route get` asks the kernel's FIB). Works as non-root. Without
 pyroute2, or when reading a fixture tree, the links come from /sys/class/net and the rest is listed as
@@ -19,6 +20,7 @@ import threading
 import types
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from rdmadoctor.collectors import tc
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 from rdmadoctor.runtime.dists import installed_version
 
@@ -103,7 +105,7 @@ def _message_classes(version: Optional[str]) -> Pyroute2:
 # linux/netlink.h and linux/rtnetlink.h
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-RTM_GETLINK, RTM_GETADDR, RTM_GETROUTE, RTM_GETNEIGH = 18, 22, 26, 30
+RTM_GETLINK, RTM_GETADDR, RTM_GETROUTE, RTM_GETNEIGH, RTM_GETQDISC = 18, 22, 26, 30, 38
 RTA_DST = 1
 _NLMSGHDR = struct.Struct("=IHHII")       # length, type, flags, sequence number, port id
 RECEIVE_BYTES = 1 << 20                   # the kernel sends a dump in datagrams of a few pages each
@@ -146,6 +148,10 @@ class Rtnetlink:
     def get_neighbours(self) -> List[Any]:
         return self._ask(self.api.ndmsg, RTM_GETNEIGH, NLM_F_DUMP, struct.pack("=BxxxiHBB", 0, 0, 0, 0, 0))
 
+    def get_qdiscs(self) -> List[bytes]:
+        """The qdisc dump, each message's payload as the kernel sent it (collectors/tc.py decodes them)."""
+        return self._ask(None, RTM_GETQDISC, NLM_F_DUMP, struct.pack("=BBHiIII", 0, 0, 0, 0, 0, 0, 0))
+
     def route_to(self, address: "ipaddress.IPv4Address | ipaddress.IPv6Address") -> List[Any]:
         """What `ip route get ADDRESS` asks: the kernel's FIB lookup for one destination."""
         family = socket.AF_INET if address.version == 4 else socket.AF_INET6
@@ -155,7 +161,8 @@ class Rtnetlink:
         return self._ask(self.api.rtmsg, RTM_GETROUTE, 0, body)
 
     def _ask(self, message_class: Any, kind: int, flags: int, body: bytes) -> List[Any]:
-        """The answers to one request: a dump's messages up to NLMSG_DONE, or a request's one answer."""
+        """The answers to one request: a dump's messages up to NLMSG_DONE, or a request's one answer; each decoded
+        by `message_class`, or its payload as bytes when that is None."""
         self.seq += 1
         seq = self.seq
         self.sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(body), kind, NLM_F_REQUEST | flags, seq, 0) + body)
@@ -177,12 +184,19 @@ class Rtnetlink:
                         if code:
                             raise self.api.NetlinkError(code, os.strerror(code))
                         return out     # an acknowledgement
-                    message = message_class(data[offset:offset + length])
-                    message.decode()
-                    out.append(message)
+                    out.append(_message(message_class, data[offset:offset + length]))
                     if not flags & NLM_F_DUMP:
                         return out
                 offset += (length + 3) & ~3
+
+
+def _message(message_class: Any, raw: bytes) -> Any:
+    """One answer decoded by `message_class`, or its payload (after the header) as bytes when that is None."""
+    if message_class is None:
+        return raw[_NLMSGHDR.size:]
+    message = message_class(raw)
+    message.decode()
+    return message
 
 
 PREFIX = {"ifinfmsg": "IFLA_", "ifaddrmsg": "IFA_", "rtmsg": "RTA_", "ndmsg": "NDA_"}
@@ -311,6 +325,11 @@ def _neighbours(ipr: Rtnetlink, names: Dict[int, str]) -> List[Dict[str, Any]]:
     return out
 
 
+def _qdiscs(ipr: Rtnetlink, names: Dict[int, str]) -> List[Dict[str, Any]]:
+    """Each netdev's root qdisc and every netem or tbf one (collectors/tc.py)."""
+    return [q for q in (tc.qdisc(payload, names) for payload in ipr.get_qdiscs()) if q is not None]
+
+
 def _peer(ipr: Rtnetlink, peer: str, names: Dict[int, str], neighbours: List[Dict[str, Any]]) -> Dict[str, Any]:
     NetlinkError = pyroute2_api().NetlinkError
     out: Dict[str, Any] = {"address": peer}
@@ -344,13 +363,14 @@ def _same_ip(a: str, b: str) -> bool:
 
 def collect(ctx: CollectContext) -> Dict[str, Any]:
     if not ctx.live:
-        return _sysfs_only(ctx, "not read: a saved tree without /sys/class/net", ("addresses", "routes", "neighbours"),
+        return _sysfs_only(ctx, "not read: a saved tree without /sys/class/net",
+                           ("addresses", "routes", "neighbours", "qdiscs"),
                            "needs rtnetlink on the live host (saved tree: only /sys/class/net)")
     try:
         api = pyroute2_api()
     except ImportError as exc:
         return _sysfs_only(ctx, f"pyroute2 is not installed ({exc}) and /sys/class/net is unreadable",
-                           ("addresses", "routes", "neighbours") + (("peer route",) if ctx.peer else ()),
+                           ("addresses", "routes", "neighbours", "qdiscs") + (("peer route",) if ctx.peer else ()),
                            f"pyroute2 is not installed: {exc}")
     data: Dict[str, Any] = {"pyroute2": _pyroute2_version(api)}
     try:
@@ -373,7 +393,7 @@ def _sysfs_only(ctx: CollectContext, unavailable: str, unread: Tuple[str, ...], 
     ctx.source = "sysfs"
     for what in unread:
         ctx.unreadable(what, why)
-    return {"links": links, "addresses": None, "routes": None, "neighbours": None}
+    return {"links": links, "addresses": None, "routes": None, "neighbours": None, "qdiscs": None}
 
 
 def _pyroute2_version(api: Any) -> Optional[str]:
@@ -387,7 +407,8 @@ def _read_rtnetlink(ctx: CollectContext, ipr: Rtnetlink, data: Dict[str, Any]) -
     """Links, then addresses, routes and neighbours (each may fail alone), then the route to the peer."""
     data["links"] = _links(ipr)
     names = {link["index"]: link["ifname"] for link in data["links"]}
-    for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours)):
+    for key, fn in (("addresses", _addresses), ("routes", _routes), ("neighbours", _neighbours),
+                    ("qdiscs", _qdiscs)):
         try:
             data[key] = fn(ipr, names)
         except Exception as exc:     # noqa: BLE001

@@ -203,6 +203,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
         "netdev_children": _children(links),
         "rdma_subnet_routes": _rdma_subnet_routes(netlink, rdma_netdevs),
         "rdma_arp_flux": _rdma_arp_flux(netlink, rdma_netdevs),
+        "rdma_netem": _rdma_netem(netlink, ports),
         "umad_class": _umad_class(kernel.get("umad_class")),
         "peer": None,
     }
@@ -274,6 +275,47 @@ def _rdma_subnets(netlink: Dict[str, Any], rdma_netdevs: Set[str], family: Optio
             continue
         if family is None or subnet.version == family:
             yield subnet, a
+
+
+_NETEM_EFFECTS = (("loss_pct", "loses {}% of packets"), ("corrupt_pct", "corrupts {}% of packets"),
+                  ("duplicate_pct", "duplicates {}% of packets"), ("reorder_pct", "reorders {}% of packets"))
+
+
+def _rdma_netem(netlink: Dict[str, Any], ports: List[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:
+    """The netem qdiscs on RDMA netdevs (collectors/tc.py), each with what it does to the packets that pass it and
+    whether the netdev carries Soft-RoCE (rxe, siw: their RDMA packets go through the netdev's qdiscs; a hardware
+    NIC's bypass them, and only TCP side channels meet the qdisc). None when the qdiscs were not read."""
+    qdiscs = netlink.get("qdiscs")
+    if not isinstance(qdiscs, list):
+        return None
+    soft = {p["netdev"]: p.get("driver") in SOFTWARE_DRIVERS for p in ports if p.get("netdev")}
+    out = []
+    for q in qdiscs:
+        raw = q.get("netem") if isinstance(q, dict) else None
+        if not isinstance(raw, dict) or q.get("ifname") not in soft:
+            continue
+        # (a field that is not a positive number, as a peer's agent could send, is left out)
+        effects = {k: v for k, v in raw.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0}
+        does = [text.format(_number(effects[key])) for key, text in _NETEM_EFFECTS if key in effects]
+        if raw.get("loss_model") is True:
+            does.append("loses packets by a loss model")
+        if "delay_ms" in effects:
+            jitter = f" ± {_number(effects['jitter_ms'])} ms" if "jitter_ms" in effects else ""
+            does.append(f"delays each by {_number(effects['delay_ms'])} ms{jitter}")
+        if "rate_bytes_per_s" in effects:
+            does.append(f"limits the rate to {effects['rate_bytes_per_s'] * 8 / 1e6:g} Mbit/s")
+        if not does:
+            continue            # a netem that changes nothing (left at its defaults)
+        out.append({"label": str(q["ifname"]), "netdev": q["ifname"], "soft_roce": soft[q["ifname"]],
+                    "root": q.get("root"), "handle": q.get("handle"), "does": ", ".join(does),
+                    "drops": "loss_pct" in effects or "corrupt_pct" in effects or raw.get("loss_model") is True,
+                    **{k: effects.get(k) for k in ("loss_pct", "corrupt_pct", "duplicate_pct", "reorder_pct",
+                                                   "delay_ms", "jitter_ms", "rate_bytes_per_s")}})
+    return out
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
 def _rdma_arp_flux(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:

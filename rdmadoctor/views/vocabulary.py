@@ -134,6 +134,15 @@ HOST: Dict[str, Any] = {
                        "answering": "those that answer ARP for any address of the host (arp_ignore 0, theirs and "
                                     "all's)",
                        "arp_ignore_all": "net.ipv4.conf.all.arp_ignore"}],
+    "rdma_netem": [{"label": "'eth0'", "netdev": "an RDMA netdev with a netem qdisc (tc qdisc ... netem)",
+                    "soft_roce": "whether a Soft-RoCE (rxe) or siw device runs on it: its RDMA packets pass the qdisc",
+                    "root": "whether the netem is the netdev's root qdisc", "handle": "its handle ('8001:')",
+                    "does": "what it does to each packet ('loses 5% of packets, delays each by 300 ms')",
+                    "drops": "whether it loses or corrupts packets (a percentage, or a loss model)",
+                    "loss_pct": "packets lost (%)", "corrupt_pct": "packets corrupted (%)",
+                    "duplicate_pct": "packets duplicated (%)", "reorder_pct": "packets reordered (%)",
+                    "delay_ms": "added delay (ms)", "jitter_ms": "its jitter (ms)",
+                    "rate_bytes_per_s": "its rate limit (bytes a second; None: none)"}],
     "umad_class": {"listings": "how many listings of /sys/class/infiniband_mad the paste shows (the view is None "
                                "when it shows none)",
                    "umad": ["a umad entry of the last listing (umad0)"],

@@ -24,7 +24,7 @@ def test_netlink_from_a_saved_tree_uses_sysfs():
     assert sec["status"] == "partial" and sec["source"] == "sysfs"
     eth0 = [link for link in sec["data"]["links"] if link["ifname"] == "eth0"][0]
     assert eth0["operstate"] == "DOWN" and eth0["admin_up"] is False and eth0["mtu"] == 1500
-    assert {u["what"] for u in sec["unreadable"]} == {"addresses", "routes", "neighbours"}
+    assert {u["what"] for u in sec["unreadable"]} == {"addresses", "routes", "neighbours", "qdiscs"}
 
 
 def test_netlink_live_loopback_peer():

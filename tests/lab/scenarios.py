@@ -377,7 +377,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="tc qdisc add dev eth0 root netem loss 1% (on h2)",
         setup=(Step("h2", "tc qdisc add dev eth0 root netem loss 1%"),),
         server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s %s" % (WB, SMALL)), client_timeout=60,
-        expect_check=None,
+        expect_check="packet-loss",
         notes="The run completes but about ten times slower than healthy (rxe retransmits after "
               "timeouts). Nothing in the logs names the loss: only the number is low."),
     Scenario(
@@ -385,7 +385,7 @@ SCENARIOS: List[Scenario] = [
         faulty="h2", fault="tc qdisc add dev eth0 root netem loss 5% (on h2)",
         setup=(Step("h2", "tc qdisc add dev eth0 root netem loss 5%"),),
         server=_srv("%s %s" % (WB, SMALL)), client=_cli("%s %s" % (WB, SMALL)), client_timeout=15,
-        expect_explain="unknown", expect_check=None, alternatives=("packet-loss", "firewall-blocks-port"),
+        expect_explain="unknown", expect_check="packet-loss", alternatives=("packet-loss", "firewall-blocks-port"),
         server_lines=(RESULTS_HEADER,), client_lines=(RESULTS_HEADER,),
         notes="Same picture as a dropped UDP 4791: the transfer stalls after the results header. It crawls rather "
               "than stops: each lost packet waits out rxe's retransmit timer, and the 200 x 64 KiB take about 29 s "
