@@ -215,7 +215,8 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
             matters = v.get("proto") == "tcp" or view["rdma"]["soft_roce"]
             chain = _CHAIN.search(str(v.get("rule") or ""))
             view["firewall_egress_blocks" if outbound else "firewall_blocks"].append(
-                {**v, "label": key, "matters": matters, "chain": chain.group(1) if chain else None})
+                {**v, "label": key, "matters": matters, "chain": chain.group(1) if chain else None,
+                 "allow": _allow(v, chain.group(1) if chain else None, outbound)})
     # the schema cannot type these lists' items (no recorded host had a PCI device): a peer may send anything
     for d in (d for d in pci.get("devices") or [] if isinstance(d, dict)):
         cur_gen, max_gen = _pci_generation(d.get("current_link_speed")), _pci_generation(d.get("max_link_speed"))
@@ -238,6 +239,23 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
     from rdmadoctor.views import probeview as probe_view
     probe_view.extend(view, facts, build)
     return view
+
+
+# an iptables-legacy rule as collectors/nfteval.py labels it: "iptables-legacy ip filter INPUT rule 1"
+_LEGACY_CHAIN = re.compile(r"(ip6?tables-legacy) ip6? (\S+) (\S+)")
+
+
+def _allow(verdict: Dict[str, Any], chain: Optional[str], outbound: bool) -> str:
+    """The command that lets the packet through ahead of the rule that drops it, in the tool of that rule's ruleset:
+    an nft rule does not reach a table of iptables-legacy (x_tables), nor the other way round."""
+    proto, port = verdict.get("proto"), verdict.get("port")
+    legacy = _LEGACY_CHAIN.search(str(verdict.get("rule") or ""))
+    if legacy:
+        tool, table, name = legacy.groups()
+        return " ".join([tool, *(["-t", table] if table != "filter" else []), "-I", name, "-p", str(proto),
+                         "--dport", str(port), "-j", "ACCEPT"])
+    chain = chain or ("inet filter output" if outbound else "inet filter input")
+    return f"nft insert rule {chain} {proto} dport {port} accept"
 
 
 def _rdma_subnet_routes(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:

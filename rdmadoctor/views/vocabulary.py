@@ -101,10 +101,13 @@ HOST: Dict[str, Any] = {
     "firewall": {"*": _FIREWALL_VERDICT},
     "firewall_egress_blocks": [dict(_FIREWALL_VERDICT, label="'tcp/18515'", matters="the drop matters here (TCP, or "
                                                                                    "UDP 4791 with Soft-RoCE)",
-                                    chain="the chain that dropped it")],
+                                    chain="the chain that dropped it",
+                                    allow="the command that lets it out ahead of that rule, in its ruleset's tool")],
     "firewall_blocks": [dict(_FIREWALL_VERDICT, label="'tcp/18515'", matters="the drop matters here (TCP, or UDP "
                                                                            "4791 with Soft-RoCE)",
-                             chain="the chain that dropped it")],
+                             chain="the chain that dropped it",
+                             allow="the command that lets it in ahead of that rule, in its ruleset's tool (nft, "
+                                   "iptables-legacy)")],
     "listeners": [_LISTENER],
     "pci": [{"label": "'mlx5_0 (0000:3b:00.0)'", "device": "ibdev name", "bdf": "PCI address",
              "current_link_speed": "e.g. '8.0 GT/s PCIe'", "max_link_speed": "what the slot and card can do",

@@ -159,3 +159,20 @@ def test_arp_flux_needs_two_rdma_netdevs_in_one_subnet_and_every_value_read():
     other_subnet = [{"ifname": "eth0", "family": 4, "address": "192.0.2.1", "prefixlen": 24, "scope": "universe"},
                     {"ifname": "eth1", "family": 4, "address": "198.51.100.1", "prefixlen": 24, "scope": "universe"}]
     assert _flux({"all": 0, "eth0": 0, "eth1": 0}, other_subnet) == []
+
+
+@pytest.mark.parametrize("rule,outbound,allow", [
+    ("inet rdfilter input handle 4", False, "nft insert rule inet rdfilter input udp dport 4791 accept"),
+    ("iptables-legacy ip filter INPUT rule 1", False, "iptables-legacy -I INPUT -p udp --dport 4791 -j ACCEPT"),
+    ("ip6tables-legacy ip6 raw PREROUTING rule 2", False,
+     "ip6tables-legacy -t raw -I PREROUTING -p udp --dport 4791 -j ACCEPT"),
+    ("policy drop of iptables-legacy ip filter OUTPUT", True,
+     "iptables-legacy -I OUTPUT -p udp --dport 4791 -j ACCEPT"),
+    ("an unnamed place", True, "nft insert rule inet filter output udp dport 4791 accept"),
+])
+def test_the_fix_for_a_dropping_rule_is_written_in_its_rulesets_tool(rule, outbound, allow):
+    """An nft rule does not reach a table of iptables-legacy (the lab's check once said `nft insert ...` for a legacy
+    DROP), nor the other way round."""
+    chain = factview._CHAIN.search(rule)
+    assert factview._allow({"proto": "udp", "port": 4791, "rule": rule}, chain.group(1) if chain else None,
+                           outbound) == allow
