@@ -50,8 +50,10 @@ _ADDRESS_RE = re.compile(
     r"(?:\s+OUT\s+(?P<out>\S+))?(?:\s+RKey\s+(?P<rkey>\S+)(?:\s+VAddr\s+(?P<vaddr>\S+))?)?(?:\s+SRQn\s+(?P<srqn>\S+))?",
     re.IGNORECASE)
 _GID_RE = re.compile(r"(?<![\w-])M?GID\s*:\s*(?P<gid>\d{1,3}(?::\d{1,3}){15})(?!\d)")
+# perftest before its message rate column (OFED 1.5's, about 2012) ended the bandwidth titles at "BW average[MB/sec]"
 _RESULT_HEADER_RE = re.compile(r"#bytes\s+(?:#sl\s+)?#iterations\s+(?P<cols>.*?(?:MsgRate\[Mpps\]|\[usec\]|\[cycles\]|"
-                               r"tps\s+average|CPU_Util\[%\])(?:\s+(?:\S+\[[^\]]*\]|CPU_Util\[%\]))*)",
+                               r"tps\s+average|CPU_Util\[%\]|BW\s+average\[[^\]]*\])"
+                               r"(?:\s+(?:\S+\[[^\]]*\]|CPU_Util\[%\]))*)",
                                re.IGNORECASE)
 _UNIT_RE = re.compile(r"\[(MB/sec|MiB/sec|Gb/sec|usec|cycles)\]", re.IGNORECASE)
 _BANNER_RE = re.compile(r"Waiting\s+for\s+client\s+(?:rdma_cm\s+QP\s+)?to\s+connect", re.IGNORECASE)
