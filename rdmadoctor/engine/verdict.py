@@ -129,10 +129,7 @@ def _error_beside_warning(runs: Sequence[Run], ctx: Dict[str, Any], findings: Se
     """A warning is not the verdict of runs that printed no result and an error no rule explains: that error is. The
     causes the warnings name stay as its candidates (an interface other hosts cannot reach, beside a connection
     error cut mid-line), harmless ones aside."""
-    if not runs:
-        return None
-    from rdmadoctor.views import features
-    if any(features.feature(r, "results", ctx) for r in runs):
+    if not runs or _printed_results(runs, ctx):
         return None
     verdict = _unexplained_error(runs, findings, ctx.get("lang"))
     if verdict is None:
@@ -149,13 +146,16 @@ def _harmless_beside_no_result(chosen: Verdict, runs: Sequence[Run], ctx: Dict[s
     """A harmless warning is not the verdict of a test program started on the command line that printed no result
     (a job cut short, or hung): "nothing to fix" would hide that it never finished. A paste of the warning alone, or
     of a program that measures nothing (an MPI "hello"), stays the warning."""
-    if chosen.cause != "benign-warning" or not runs:
+    if chosen.cause != "benign-warning" or not runs or _printed_results(runs, ctx):
         return None
     from rdmadoctor.views import features
-    if any(features.feature(r, "results", ctx) for r in runs):
-        return None
     started = any(features.feature(r, "benchmark_started", ctx) for r in runs)
     return _nothing_measured(runs, ctx.get("lang")) if started else None
+
+
+def _printed_results(runs: Sequence[Run], ctx: Dict[str, Any]) -> bool:
+    from rdmadoctor.views import features
+    return any(features.feature(r, "results", ctx) for r in runs)
 
 
 def _next_for(detail: str, lang: Optional[str]) -> str:
