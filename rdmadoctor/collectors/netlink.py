@@ -150,7 +150,7 @@ class Rtnetlink:
 
     def get_qdiscs(self) -> List[bytes]:
         """The qdisc dump, each message's payload as the kernel sent it (collectors/tc.py decodes them)."""
-        return self._ask(None, RTM_GETQDISC, NLM_F_DUMP, struct.pack("=BBHiIII", 0, 0, 0, 0, 0, 0, 0))
+        return self._ask(None, RTM_GETQDISC, NLM_F_DUMP, tc.TCMSG.pack(0, 0, 0, 0, 0, 0, 0))
 
     def route_to(self, address: "ipaddress.IPv4Address | ipaddress.IPv6Address") -> List[Any]:
         """What `ip route get ADDRESS` asks: the kernel's FIB lookup for one destination."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-_TCMSG = struct.Struct("=BBHiIII")       # family, pad, pad, ifindex, handle, parent, info
+TCMSG = struct.Struct("=BBHiIII")        # family, pad, pad, ifindex, handle, parent, info (a request's body too)
 _RTATTR = struct.Struct("=HH")           # length, type
 _NETEM_QOPT = struct.Struct("=6I")       # latency (ticks), limit, loss, gap, duplicate, jitter (ticks)
 NLA_TYPE_MASK = 0x3FFF
@@ -38,10 +38,10 @@ def attributes(buf: bytes, start: int = 0) -> Iterator[Tuple[int, bytes]]:
 def qdisc(payload: bytes, names: Dict[int, str]) -> Optional[Dict[str, Any]]:
     """One RTM_NEWQDISC payload (struct tcmsg and its attributes) as the facts keep it; None when it is too short
     or is neither a netdev's root qdisc nor one that shapes traffic (SHAPING)."""
-    if len(payload) < _TCMSG.size:
+    if len(payload) < TCMSG.size:
         return None
-    _, _, _, ifindex, handle, parent, _ = _TCMSG.unpack_from(payload)
-    attrs = dict(attributes(payload, _TCMSG.size))
+    _, _, _, ifindex, handle, parent, _ = TCMSG.unpack_from(payload)
+    attrs = dict(attributes(payload, TCMSG.size))
     kind = attrs.get(TCA_KIND, b"").split(b"\0", 1)[0].decode("ascii", "replace")
     root = parent == TC_H_ROOT
     if not root and kind not in SHAPING:
