@@ -3,8 +3,7 @@
 For each (pair, scenario):
 1. record it (``runner.run_scenario``) into ``artifacts/lab/<pair>/<scenario>/``;
 2. check that the lab reproduced the fault: the scenario's ``server_lines`` / ``client_lines`` (a scenario the
-   lab did not reproduce runs once more, with a warning and its first attempt kept as
-   ``<scenario>.first-attempt.txt``);
+   lab did not reproduce runs once more: ``LabManager.reproduce``);
 3. run ``python -m rdmadoctor explain --json <server.log> <client.log>`` on the host and compare
    ``verdict.cause`` with ``expect_explain`` (healthy scenarios: no failure diagnosed). A scenario
    without an expectation is only recorded.
@@ -22,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -42,24 +40,26 @@ CASES = [(pair, sc) for pair in pairs_from_env() for sc in for_pair(pair)]
 CHECK_PAIRS = tuple(os.environ.get("RDMADOCTOR_LAB_CHECK_PAIRS", "bookworm,trixie").split(","))
 
 
-def lab_record(meta: dict, logs: dict) -> str:
-    """Both sides' logs and how each ended: one side's failure is often told only by the other's log."""
+def unreproduced(scenario, meta: dict) -> str:
+    """What the recording's logs lack of the scenario's lines, with both sides' logs and how each ended (one
+    side's failure is often told only by the other's log); "" when they lack nothing."""
+    logs = meta["_logs"]
+    for side, lines in scenario.expected_lines(meta):
+        missing = [line for line in lines if line not in logs.get(side + ".log", "")]
+        if missing:
+            return "%s log lacks %s:\n%s" % (side, missing, lab_record(meta))
+    return ""
+
+
+def lab_record(meta: dict) -> str:
+    """Both sides' logs, each with how it ended."""
     parts = []
     for side in ("server", "client"):
         ended = meta.get(side) or {}
         parts.append("--- %s.log (exit %s, timed out %s, %s s) ---\n%s" % (
-            side, ended.get("exit_code"), ended.get("timed_out"), ended.get("seconds"), logs.get(side + ".log", "")))
+            side, ended.get("exit_code"), ended.get("timed_out"), ended.get("seconds"),
+            meta["_logs"].get(side + ".log", "")))
     return "\n".join(parts)
-
-
-def unreproduced(scenario, meta: dict) -> tuple:
-    """(side, the lines its log lacks) for the first side whose log lacks what the scenario expects, or ()."""
-    for side, lines in scenario.expected_lines(meta):
-        text = meta["_logs"].get(side + ".log", "")
-        missing = [line for line in lines if line not in text]
-        if missing:
-            return side, missing
-    return ()
 
 
 def explain(paths):
@@ -79,28 +79,13 @@ def test_scenario(lab_manager, pair, scenario):
     out = ARTIFACTS / pair / scenario.name
     live_check = scenario.expect_check is not None and (pair in CHECK_PAIRS or
                                                         os.environ.get("RDMADOCTOR_LAB_FACTS") == "1")
-    first_attempt = out.parent / (out.name + ".first-attempt.txt")
-    first_attempt.unlink(missing_ok=True)
-
-    def record() -> dict:
-        return lab_manager.run(pair, lambda lab: run_scenario(lab, scenario, out, facts=live_check,
-                                                              recorder="pytest tests/lab/test_matrix.py"), out)
-
-    # The lab reproduced the fault (ground truth that the fixtures and docs rely on). The TCG wire and a guest
-    # booted a moment before can fail a run now and then (a healthy pair's client gone mid-run, the server's
-    # last read failing): a scenario the lab did not reproduce runs once more, its first attempt kept beside the
-    # recording and named in a warning. Twice not reproduced fails the test.
-    meta = record()
-    missing = unreproduced(scenario, meta)
-    if missing:
-        first = "%s log lacks %s:\n%s" % (missing[0], missing[1], lab_record(meta, meta["_logs"]))
-        first_attempt.write_text(first)
-        warnings.warn("%s/%s: ran again after the lab did not reproduce it: %s" % (pair, scenario.name,
-                                                                                  first[:2000]), stacklevel=1)
-        meta = record()
-        missing = unreproduced(scenario, meta)
-    logs = meta["_logs"]
-    assert not missing, "%s log lacks %s:\n%s" % (missing[0], missing[1], lab_record(meta, logs))
+    meta = lab_manager.reproduce(
+        pair, lambda lab: run_scenario(lab, scenario, out, facts=live_check,
+                                       recorder="pytest tests/lab/test_matrix.py"),
+        out, "%s/%s" % (pair, scenario.name), lambda meta: unreproduced(scenario, meta))
+    # The lab reproduced the fault (ground truth that the fixtures and docs rely on).
+    lacks = unreproduced(scenario, meta)
+    assert not lacks, lacks
 
     if live_check:
         # `rdmadoctor check` ran inside the host while the fault was in place (runner.capture_check)

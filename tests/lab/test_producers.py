@@ -4,8 +4,8 @@ that the recordings in fixtures/lab/<pair>/<scenario>/<producer>/ are what the p
 For each run of ``LIVE`` (every program's healthy baseline and one quick fault each) on one pair
 (``RDMADOCTOR_LAB_PRODUCERS_PAIR``, default bookworm): record it into artifacts/lab/producers/, check that
 both sides' logs contain the run's key lines, and that each side ended as in the recording (exit code,
-interrupted at its bound or not). rdmadoctor's verdicts are held to the recordings' ``expect`` offline
-(test_producer_explain.py).
+interrupted at its bound or not); a run that differs goes once more (``LabManager.reproduce``). rdmadoctor's
+verdicts are held to the recordings' ``expect`` offline (test_producer_explain.py).
 """
 from __future__ import annotations
 
@@ -32,22 +32,34 @@ LIVE = [
 CASES = [BY_NAME[name] for name in LIVE if PAIR in BY_NAME[name].run_pairs()]
 
 
-@pytest.mark.lab
-@pytest.mark.parametrize("run", CASES, ids=[r.name.replace("/", "-") for r in CASES])
-def test_producer_live(lab_manager, run):
-    out = ARTIFACTS / PAIR / run.scenario / run.producer.name
-    meta = lab_manager.run(PAIR, lambda lab: run_producer(lab, run, out, recorder="pytest tests/lab/test_producers.py"),
-                           out)
+def unreproduced(run, meta: dict) -> str:
+    """What tells the live run from its recording: a key line its logs lack (with that log), or a side that ended
+    otherwise (exit code, interrupted at its bound or not); "" when nothing does."""
     logs = meta["_logs"]
     for role, lines in run.lines(PAIR).items():
         text = logs.get(role + ".log", "")
         missing = [line for line in lines if line not in text]
-        assert not missing, "%s log lacks %s:\n%s" % (role, missing, text)
+        if missing:
+            return "%s log lacks %s:\n%s" % (role, missing, text)
     recorded = json.loads((FIXTURES / PAIR / run.scenario / run.producer.name / "meta.json").read_text())
     for role in ("server", "client"):
         if recorded[role] is None:
-            assert meta[role] is None
+            if meta[role] is not None:
+                return "%s ran live, and not in the recording" % role
             continue
         live = (meta[role]["exit_code"], meta[role]["timed_out"])
         then = (recorded[role]["exit_code"], recorded[role]["timed_out"])
-        assert live == then, "%s ended %s live, %s in the recording" % (role, live, then)
+        if live != then:
+            return "%s ended %s live, %s in the recording:\n%s" % (role, live, then, logs.get(role + ".log", ""))
+    return ""
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("run", CASES, ids=[r.name.replace("/", "-") for r in CASES])
+def test_producer_live(lab_manager, run):
+    out = ARTIFACTS / PAIR / run.scenario / run.producer.name
+    meta = lab_manager.reproduce(
+        PAIR, lambda lab: run_producer(lab, run, out, recorder="pytest tests/lab/test_producers.py"), out, run.name,
+        lambda meta: unreproduced(run, meta))
+    lacks = unreproduced(run, meta)
+    assert not lacks, lacks
