@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,10 +71,20 @@ class Rule:
     fallback: bool = False            # tried last, on the messages no other finding cites
     paste: bool = False               # a facts rule for the facts a pasted log shows (explain), not check's
     cite: Optional[Dict[str, Any]] = None   # a condition that only adds evidence: cited when it holds, never required
-    case: Tuple[Dict[str, Any], ...] = field(default=(), compare=False)     # its test cases
-    zh: Optional[Dict[str, Any]] = field(default=None, compare=False)      # its text in Chinese
+    # its text in the other languages and its test cases (`zh`, `case`), by rule id
+    extras: "Extras" = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     file: str = field(default="", compare=False)
     directory: str = field(default="", compare=False)
+
+    @property
+    def case(self) -> Tuple[Dict[str, Any], ...]:
+        """Its test cases."""
+        return self.extras.of(self.id).get("case", ()) if self.extras is not None else ()
+
+    @property
+    def zh(self) -> Optional[Dict[str, Any]]:
+        """Its text in Chinese."""
+        return self.extras.of(self.id).get("zh") if self.extras is not None else None
 
     def text(self, name: str, lang: Optional[str] = None) -> Any:
         """A translated field (title, why, fix, next_steps) in `lang`, falling back to English."""
@@ -83,6 +93,32 @@ class Rule:
             value = translated[name]
             return tuple(value) if isinstance(value, list) else value
         return getattr(self, name)
+
+
+class Extras:
+    """What of the rules only some readers want, by rule id: their text in the other languages (a report in one) and
+    their test cases (`rules check`, the tests): more than half of the table's bytes. A table read from the cache holds
+    one Extras with none of them, shared by its rules, that reads them from their own cache file when first asked
+    (`reader`, set by _load: it is not pickled)."""
+
+    __slots__ = ("values", "reader")
+
+    def __init__(self, values: Optional[Dict[str, Dict[str, Any]]] = None):
+        self.values = values
+        self.reader: Optional[Callable[[], Dict[str, Dict[str, Any]]]] = None
+
+    def of(self, rule_id: str) -> Dict[str, Any]:
+        if self.values is None:
+            if self.reader is None:
+                raise RuntimeError("the rule table's translations and cases were left in the cache, with no reader")
+            self.values = self.reader()
+        return self.values.get(rule_id, {})
+
+    def __getstate__(self) -> Dict[str, Dict[str, Any]]:
+        return {}       # kept apart: the cached table's rules share an Extras that reads them when asked
+
+    def __setstate__(self, state: Dict[str, Dict[str, Any]]) -> None:
+        self.values, self.reader = None, None
 
 
 @dataclass(frozen=True)
@@ -190,7 +226,8 @@ def _translation_errors(entry: Dict[str, Any]) -> List[str]:
 def _rule_from(entry: Dict[str, Any], file: str, directory: str) -> Rule:
     tuple_keys = ("fix", "explains", "candidates", "next_steps", "refs", "case")
     values: Dict[str, Any] = {k: tuple(entry[k]) if k in tuple_keys else entry[k] for k in entry}
-    return Rule(file=file, directory=directory, **values)
+    extras = {name: values.pop(name) for name in ("case", *LANGUAGES) if name in values}
+    return Rule(file=file, directory=directory, extras=Extras({values["id"]: extras}), **values)
 
 
 def _read(path: Path) -> Dict[str, Any]:
@@ -277,6 +314,10 @@ def build(directories: Sequence[Path], check_names: bool = True) -> Table:
     return Table(tuple(rules), snippets)
 
 
+def _extras_of(table: Table) -> Dict[str, Dict[str, Any]]:
+    return {rule.id: rule.extras.of(rule.id) for rule in table.rules if rule.extras is not None}
+
+
 @lru_cache(maxsize=8)
 def _load(directories: Tuple[str, ...]) -> Table:
     """Built once per change of the rule files (or of the code and catalogues that check them): runtime/cache.py."""
@@ -285,7 +326,29 @@ def _load(directories: Tuple[str, ...]) -> Table:
     package = Path(__file__).resolve().parent.parent
     files = [p for d in dirs for p in Path(d).glob("*.toml")] + list(package.rglob("*.py")) + \
         list((package / "knowledge" / "messages").iterdir())
-    return cache.cached("rules", files, lambda: build(dirs))
+    built: List[Table] = []
+
+    def whole() -> Table:
+        if not built:
+            built.append(build(dirs))
+        return built[0]
+
+    def extras() -> Dict[str, Dict[str, Any]]:
+        # a second file of the same key: built with the table, so that a later run finds it
+        return cache.cached("rule-extras", files, lambda: _extras_of(whole()))
+
+    def without_extras() -> Table:
+        extras()
+        shared = Extras()
+        return replace(whole(), rules=tuple(replace(rule, extras=shared) for rule in whole().rules))
+
+    table = cache.cached("rules", files, without_extras)
+    if built:
+        return whole()          # (built in this process: its rules hold their extras)
+    shared = table.rules[0].extras if table.rules else None
+    if shared is not None:
+        shared.reader = extras
+    return table
 
 
 def load(extra: Iterable[str] = ()) -> Table:
