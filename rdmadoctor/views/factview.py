@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Union
 
 from rdmadoctor.knowledge import perftest
 from rdmadoctor.views import perftest_procs
@@ -247,15 +247,27 @@ _LEGACY_CHAIN = re.compile(r"(ip6?tables-legacy) ip6? (\S+) (\S+)")
 
 def _allow(verdict: Dict[str, Any], chain: Optional[str], outbound: bool) -> str:
     """The command that lets the packet through ahead of the rule that drops it, in the tool of that rule's ruleset:
-    an nft rule does not reach a table of iptables-legacy (x_tables), nor the other way round."""
+    an nft rule does not reach a table of iptables-legacy (x_tables), nor the other way round. A packet asked about
+    from one source (check --peer: the peer's address here, this host's on the peer) is let in from that source
+    only; a source that is not an address (a peer's agent may send anything) is left out."""
     proto, port = verdict.get("proto"), verdict.get("port")
+    source = _address(verdict.get("src")) if not outbound else None
     legacy = _LEGACY_CHAIN.search(str(verdict.get("rule") or ""))
     if legacy:
         tool, table, name = legacy.groups()
-        return " ".join([tool, *(["-t", table] if table != "filter" else []), "-I", name, "-p", str(proto),
-                         "--dport", str(port), "-j", "ACCEPT"])
+        return " ".join([tool, *(["-t", table] if table != "filter" else []), "-I", name,
+                         *(["-s", str(source)] if source else []), "-p", str(proto), "--dport", str(port),
+                         "-j", "ACCEPT"])
     chain = chain or ("inet filter output" if outbound else "inet filter input")
-    return f"nft insert rule {chain} {proto} dport {port} accept"
+    match = f"{'ip6' if source.version == 6 else 'ip'} saddr {source} " if source else ""
+    return f"nft insert rule {chain} {match}{proto} dport {port} accept"
+
+
+def _address(value: Any) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    try:
+        return ipaddress.ip_address(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _rdma_subnet_routes(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:

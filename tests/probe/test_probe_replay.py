@@ -75,6 +75,8 @@ def test_two_sided_findings_carry_both_values():
     d = diagnose(load("udp-4791-drop"))
     rule = next(f for f in d.findings if f.rule == "PEER-REMOTE-FIREWALL-ROCE")
     assert "inet filter input handle" in rule.title                  # the peer's own rule, by name
+    # let in, on the peer, from the address the peer's ruleset was asked about: this host's
+    assert "`nft insert rule inet filter input ip saddr 192.0.2.2 udp dport 4791 accept`" in rule.fix[0], rule.fix
 
 
 def test_the_probe_confirms_a_qp_mismatch_the_logs_show():

@@ -176,3 +176,22 @@ def test_the_fix_for_a_dropping_rule_is_written_in_its_rulesets_tool(rule, outbo
     chain = factview._CHAIN.search(rule)
     assert factview._allow({"proto": "udp", "port": 4791, "rule": rule}, chain.group(1) if chain else None,
                            outbound) == allow
+
+
+@pytest.mark.parametrize("rule,src,allow", [
+    ("inet filter input handle 4", "192.0.2.2",
+     "nft insert rule inet filter input ip saddr 192.0.2.2 tcp dport 18515 accept"),
+    ("inet filter input handle 4", "2001:db8::2",
+     "nft insert rule inet filter input ip6 saddr 2001:db8::2 tcp dport 18515 accept"),
+    ("iptables-legacy ip filter INPUT rule 1", "192.0.2.2",
+     "iptables-legacy -I INPUT -s 192.0.2.2 -p tcp --dport 18515 -j ACCEPT"),
+    # what is not an address (a peer's agent may send anything) is left out of the command
+    ("inet filter input handle 4", "192.0.2.2; rm -rf /", "nft insert rule inet filter input tcp dport 18515 accept"),
+])
+def test_a_packet_asked_about_from_one_source_is_let_in_from_it(rule, src, allow):
+    """check --peer asks each ruleset about the packets of the other host: the fix lets in that host, not everyone,
+    in the tool of the ruleset that drops them (the peer's as well as this host's)."""
+    chain = factview._CHAIN.search(rule)
+    verdict = {"proto": "tcp", "port": 18515, "rule": rule, "src": src}
+    assert factview._allow(verdict, chain.group(1) if chain else None, False) == allow
+    assert factview._allow(verdict, chain.group(1) if chain else None, True).count("saddr") == 0
