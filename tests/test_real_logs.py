@@ -262,6 +262,30 @@ KNOWN_MISSES = {
         "the stored paste ends before mpi4py's segfault: only hwloc's sysfs notices, a UCX opendir(/sys/class/net) "
         "error from the Nix sandbox and mpi4py's version lines; the libfabric 1.17 / Open MPI btl/ofi crash the label "
         "rests on is not in it"),
+    "horovod-1117-no-userspace-driver-uverbs0": (
+        "the paste is libibverbs's one 'no userspace device-specific driver' line: the thread's NCCL went on over TCP "
+        "(a warning), while a verbs program stops there; the line alone cannot tell, and the cause is named"),
+    "legion-1650-ucx-retry-exceeded-packet-loss": (
+        "UCX's 'Transport retry count exceeded' on RC toward two LIDs: the thread's developer read dropped packets in "
+        "the fabric, which the lines cannot tell from a peer gone or a port down; packet-loss is among the candidates"),
+    "nccl-1538-roce-version-num-segv": (
+        "a proxy Connect failure and a segfault in NCCL's frames: the GID auto-selection defect the thread found "
+        "(NCCL_IB_ROCE_VERSION_NUM, sparse GID tables in pods) shows in no line; library-bug is among the candidates"),
+    "ompi-users-25923-registerable-memory-false-warning": (
+        "Open MPI's 'registering part of your physical memory' warning: that 1.8.1's calculate_max_reg() misread the "
+        "newer mlx4 driver's parameters (a false positive) is the maintainers' finding, not something the text shows"),
+    "ompi-users-3077-system-call-fork-ofed11": (
+        "openib's LOCAL LENGTH ERROR alone: that the program called system() on OFED 1.1 is the thread's, not the "
+        "paste's; fork-unsafe is among the candidates"),
+    "ompi-users-4346-thread-multiple-local-protocol-error": (
+        "a mail quote whose openib error lines are hard-wrapped mid-sentence ('error \\n> polling LP CQ'): no message "
+        "is whole on one line, and THREAD_MULTIPLE in Open MPI 1.2 (the thread's cause) is not in the paste"),
+    "ompi-users-7812-sge-memlock-32k": (
+        "the 32 KB memlock warning and openib's device-init warning name memlock-limit, as a warning: whether the "
+        "hello world then failed (the label) or ran over TCP is not in the paste"),
+    "rccl-1303-pxn-off-cross-subnet-qp": (
+        "one line, 'NCCL WARN Call to ibv_modify_qp failed with error', cut before the errno: the per-NIC subnets and "
+        "PXN off that the reporter found are not in it"),
 }
 
 

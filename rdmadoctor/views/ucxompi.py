@@ -17,6 +17,7 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
   ucx_tls_without_gpu        UCX_TLS as shown lists no GPU transport (cuda_*, rocm_*, ze_*): UCX then opens no GPU
                              memory domain and takes GPU memory for host memory
   ompi_btl_without_network   OMPI_MCA_btl as shown lists no BTL that reaches another host
+  ompi_btl_without_rdma      OMPI_MCA_btl as shown lists no BTL that drives an RDMA device (sm,self,tcp)
   container_without_ipc_lock a docker/podman/nerdctl run line in the paste grants neither IPC_LOCK, nor
                              --privileged, nor an unlimited memlock ulimit
   pasted_memlock_limit       `ulimit -l` / `ulimit -a` output in the paste with a finite locked-memory limit
@@ -52,6 +53,7 @@ UCX_NETWORK_TLS = frozenset("""all ib rc rc_v rc_x rc_verbs rc_mlx5 dc dc_x dc_m
 _UCX_GPU_TLS = re.compile(r"^(?:all|cuda|rocm|ze|gdr_copy|(?:cuda|rocm|ze)_\w+)$")
 # Open MPI BTLs that reach another host (the others: self, vader, sm, smcuda)
 OMPI_NETWORK_BTLS = frozenset("tcp openib uct usnic ofi ugni portals4 sctp mx".split())
+OMPI_RDMA_BTLS = OMPI_NETWORK_BTLS - {"tcp", "sctp"}
 
 
 def _same_source_runs(run: Run, ctx: Dict[str, Any]) -> List[Run]:
@@ -401,6 +403,12 @@ def ompi_btl_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return _allow_list_without(run, "OMPI_MCA_btl", OMPI_NETWORK_BTLS.__contains__)
 
 
+def ompi_btl_without_rdma(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """OMPI_MCA_btl (--mca btl / -mca btl / OMPI_MCA_btl=) lists no BTL that drives an RDMA device: on-node BTLs and
+    TCP only."""
+    return _allow_list_without(run, "OMPI_MCA_btl", OMPI_RDMA_BTLS.__contains__)
+
+
 # -- what else the paste shows ------------------------------------------------------------------------------
 
 _CONTAINER_RUN = re.compile(r"(?<![\w-])(?:docker|podman|nerdctl)\s+(?:container\s+)?(?:run|create)\b(?P<args>.*)")
@@ -471,8 +479,8 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
                             ucx_tls_without_network, ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
                             ucx_perftest_test_differs, ucx_shown,
-                            ompi_btl_without_network, container_without_ipc_lock, pasted_memlock_limit,
-                            verbs_provider_missing, ompi_help_hosts)
+                            ompi_btl_without_network, ompi_btl_without_rdma, container_without_ipc_lock,
+                            pasted_memlock_limit, verbs_provider_missing, ompi_help_hosts)
 }
 
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
@@ -487,6 +495,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_tls_without_network": ("line", "value"),
     "ucx_tls_without_gpu": ("line", "value"),
     "ompi_btl_without_network": ("line", "value"),
+    "ompi_btl_without_rdma": ("line", "value"),
     "container_without_ipc_lock": ("line", "command"),
     "pasted_memlock_limit": ("line", "kb"),
     "verbs_provider_missing": ("line", "text"),
