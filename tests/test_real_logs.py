@@ -262,9 +262,6 @@ KNOWN_MISSES = {
         "the stored paste ends before mpi4py's segfault: only hwloc's sysfs notices, a UCX opendir(/sys/class/net) "
         "error from the Nix sandbox and mpi4py's version lines; the libfabric 1.17 / Open MPI btl/ofi crash the label "
         "rests on is not in it"),
-    "horovod-1117-no-userspace-driver-uverbs0": (
-        "the paste is libibverbs's one 'no userspace device-specific driver' line: the thread's NCCL went on over TCP "
-        "(a warning), while a verbs program stops there; the line alone cannot tell, and the cause is named"),
     "legion-1650-ucx-retry-exceeded-packet-loss": (
         "UCX's 'Transport retry count exceeded' on RC toward two LIDs: the thread's developer read dropped packets in "
         "the fabric, which the lines cannot tell from a peer gone or a port down; packet-loss is among the candidates"),
