@@ -220,10 +220,6 @@ KNOWN_MISSES = {
     "spdk-3300-e810-inbox-irdma-freeze": (
         "an SPDK autotest that hangs after 'NVMe/RDMA Target Listening' with no error line: that the inbox ice/irdma "
         "drivers caused the freeze is only the maintainer's comparison with the out-of-tree drivers"),
-    "ucar-cheyenne-retry-exceeded-switch-failure": (
-        "a bare UCX 'Transport retry count exceeded on mlx5_0:1/IB' (no head, no syndrome) on an InfiniBand port: the "
-        "retry-exceeded symptom ranks port-down and peer-process-exited before packet-loss (third); the two failed "
-        "switches are only in CISL's prose, and HPE MPT's lines are closed source and not catalogued"),
     "ompi-users-2009-8599-retry-exceeded-default-timeout": (
         "the 1.3.0/1.3.1 ACK-timeout defect is in the thread, not the paste: the help text's '(defaulted to 10)' is "
         "the same static text in v1.2.9-v1.4.5, so no line shows the release; rdmadoctor stays unknown with the "
@@ -262,9 +258,6 @@ KNOWN_MISSES = {
         "the stored paste ends before mpi4py's segfault: only hwloc's sysfs notices, a UCX opendir(/sys/class/net) "
         "error from the Nix sandbox and mpi4py's version lines; the libfabric 1.17 / Open MPI btl/ofi crash the label "
         "rests on is not in it"),
-    "legion-1650-ucx-retry-exceeded-packet-loss": (
-        "UCX's 'Transport retry count exceeded' on RC toward two LIDs: the thread's developer read dropped packets in "
-        "the fabric, which the lines cannot tell from a peer gone or a port down; packet-loss is among the candidates"),
     "nccl-1538-roce-version-num-segv": (
         "a proxy Connect failure and a segfault in NCCL's frames: the GID auto-selection defect the thread found "
         "(NCCL_IB_ROCE_VERSION_NUM, sparse GID tables in pods) shows in no line; library-bug is among the candidates"),
