@@ -14,7 +14,7 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Optional, Tuple, TypeVar
 
 import pytest
 
@@ -67,22 +67,23 @@ class LabManager:
             return fn(lab)
 
     def reproduce(self, pair: str, fn: "Callable[[object], dict]", record: Path, label: str,
-                  lacking: "Callable[[dict], str]") -> dict:
+                  lacking: "Callable[[dict], str]") -> Tuple[dict, str]:
         """``run(pair, fn, record)`` for a recording whose logs must show the lab reproduced what it stages:
         ``lacking(meta)`` says what they lack ("" when nothing). The TCG wire and a guest booted a moment before
         can fail a run now and then (a healthy pair's client gone mid-run, the server's last read failing), which
         says nothing of rdmadoctor: such a run goes once more, its account kept as ``<record>.first-attempt.txt``
-        and named in a warning. The caller asserts on the second run's ``lacking``."""
+        and named in a warning. Returns the run kept and what it lacks, for the caller to assert on."""
         first_attempt = record.parent / (record.name + ".first-attempt.txt")
         first_attempt.unlink(missing_ok=True)
         meta = self.run(pair, fn, record)
         lacks = lacking(meta)
         if not lacks:
-            return meta
+            return meta, lacks
         first_attempt.parent.mkdir(parents=True, exist_ok=True)
         first_attempt.write_text(lacks + "\n")
         warnings.warn("%s: ran again after the lab did not reproduce it: %s" % (label, lacks[:2000]), stacklevel=2)
-        return self.run(pair, fn, record)
+        meta = self.run(pair, fn, record)
+        return meta, lacking(meta)
 
     def close(self):
         if self.lab is not None:

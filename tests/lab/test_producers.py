@@ -58,8 +58,7 @@ def unreproduced(run, meta: dict) -> str:
 @pytest.mark.parametrize("run", CASES, ids=[r.name.replace("/", "-") for r in CASES])
 def test_producer_live(lab_manager, run):
     out = ARTIFACTS / PAIR / run.scenario / run.producer.name
-    meta = lab_manager.reproduce(
+    _, lacks = lab_manager.reproduce(
         PAIR, lambda lab: run_producer(lab, run, out, recorder="pytest tests/lab/test_producers.py"), out, run.name,
         lambda meta: unreproduced(run, meta))
-    lacks = unreproduced(run, meta)
     assert not lacks, lacks
