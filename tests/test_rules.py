@@ -133,6 +133,65 @@ def test_explains_names_a_group_of_rules_in_place_of_its_members(tmp_path):
         _load(tmp_path, '{ message = "D05" }')
 
 
+def test_use_writes_a_named_condition_in_its_place(tmp_path):
+    """`{ use = NAME }` stands for `[conditions]`' NAME, written out where it stands (a named condition may use another;
+    a site's directory may add its own): the rule loads as if written out, and one written out fires alike."""
+    (tmp_path / "_site_conditions.toml").write_text(
+        '[conditions]\nmine = { any = [ { message = "D05" }, { use = "verbs-wc-retry-exceeded" } ] }\n')
+    table = _load(tmp_path, '{ all = [ { use = "mine" }, { not = { use = "nccl-socket-requested" } } ] }')
+    package = rule_table.build([rule_table.rules_dir()])
+    assert "use" not in json.dumps(table.by_id()["X-1"].when)
+    written_out = {"all": [{"any": [{"message": "D05"}, package.by_id()["VERBS-WC-RETRY-EXCEEDED"].when]},
+                           {"not": {"any": [{"setting": "NCCL_IB_DISABLE", "op": "==", "value": 1},
+                                            {"setting": "NCCL_NET", "op": "==", "value": "Socket"}]}}]}
+    assert table.by_id()["X-1"].when == written_out
+    # the package's own: a rule naming one evaluates as it did written out (its cases, the snapshot, show it too)
+    assert package.by_id()["VERBS-WC-RETRY-EXCEEDED"].when == {"any": [
+        {"message": "VERBS.WC_STATUS_TEXT", "fields": {"status_name": "transport retry counter exceeded"}},
+        {"message": "VERBS.WC_BAD_COMPLETION", "fields": {"status": 12}}]}
+
+
+@pytest.mark.parametrize("conditions, when, error", [
+    ("", '{ use = "nope" }', "site.toml: rule X-1: uses unknown condition 'nope'"),
+    ("", '{ use = "nccl-socket-requested", message = "D05" }', "names one condition and nothing else"),
+    ('loop = { all = [ { message = "D05" }, { not = { use = "loop" } } ] }', '{ use = "loop" }',
+     "condition 'loop' uses itself (loop -> loop)"),
+    ('mine = "D05"', '{ message = "D05" }', "condition mine must be a condition table"),
+])
+def test_the_loader_refuses_a_use_it_cannot_write_out(tmp_path, conditions, when, error):
+    (tmp_path / "_site_conditions.toml").write_text(f"[conditions]\n{conditions}\n")
+    with pytest.raises(rule_table.RuleError, match=re.escape(error)):
+        _load(tmp_path, when)
+
+
+def test_no_condition_is_written_out_in_two_rules():
+    """A part of a condition (an `any` or `all`) that two rules test alike is named once in rules/_conditions.toml
+    and used by name, so that a fix to it (a message id, a field's value) reaches every rule that means it."""
+    tomllib = rule_table.tomllib        # (tomli before Python 3.11)
+    seen = {}
+
+    def walk(node, rule_id):
+        if isinstance(node, list):
+            for part in node:
+                walk(part, rule_id)
+        elif isinstance(node, dict):
+            for key in ("any", "all"):
+                if key in node:
+                    text = json.dumps(node, sort_keys=True)
+                    if len(text) > 60:
+                        seen.setdefault(text, set()).add(rule_id)
+                    walk(node[key], rule_id)
+            walk(node.get("not"), rule_id)
+
+    for path in sorted(rule_table.rules_dir().glob("*.toml")):
+        for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("rule", []):
+            for key in ("when", "cite"):
+                walk(entry.get(key), entry["id"])
+    twins = {text: sorted(ids) for text, ids in seen.items() if len(ids) > 1}
+    assert not twins, "name these in rules/_conditions.toml and `use` them:\n" + "\n".join(
+        f"{ids}: {text}" for text, ids in twins.items())
+
+
 def test_a_site_rule_cannot_reuse_an_id(tmp_path):
     (tmp_path / "site.toml").write_text(RULE.replace("X-1", "PT-QP-COUNT").replace("{when}", '{ message = "D05" }')
                                         .replace("{scope}", "run"))

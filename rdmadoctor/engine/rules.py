@@ -241,8 +241,10 @@ def _read(path: Path) -> Dict[str, Any]:
 
 
 def read_dir(directory: Path, label: Optional[str] = None,
-             groups: Optional[Dict[str, Tuple[str, ...]]] = None) -> Tuple[List[Rule], Dict[str, str], List[str]]:
-    """(rules, snippets, shape errors) of one directory's *.toml files; its `[groups]` go into `groups`."""
+             groups: Optional[Dict[str, Tuple[str, ...]]] = None,
+             conditions: Optional[Dict[str, Dict[str, Any]]] = None) -> Tuple[List[Rule], Dict[str, str], List[str]]:
+    """(rules, snippets, shape errors) of one directory's *.toml files; its `[groups]` go into `groups`, its
+    `[conditions]` into `conditions`."""
     if not directory.is_dir():
         raise RuleError(f"{directory}: not a directory of rule files")
     rules: List[Rule] = []
@@ -251,11 +253,7 @@ def read_dir(directory: Path, label: Optional[str] = None,
     for path in sorted(directory.glob("*.toml")):
         data = _read(path)
         snippets.update({k: str(v) for k, v in (data.get("snippets") or {}).items()})
-        for name, members in (data.get("groups") or {}).items():
-            if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
-                errors.append(f"{path.name}: group {name} must list rule ids")
-            elif groups is not None:
-                groups[f"@{name}"] = tuple(members)
+        errors += _named(data, path.name, {} if groups is None else groups, {} if conditions is None else conditions)
         if path.name.startswith("_"):
             continue
         name = path.name if label is None else str(path)
@@ -266,6 +264,23 @@ def read_dir(directory: Path, label: Optional[str] = None,
             if not problems:
                 rules.append(_rule_from(entry, name, str(directory)))
     return rules, snippets, errors
+
+
+def _named(data: Dict[str, Any], file: str, groups: Dict[str, Tuple[str, ...]],
+           conditions: Dict[str, Dict[str, Any]]) -> List[str]:
+    """A file's `[groups]` into `groups` (as "@name") and its `[conditions]` into `conditions`; the errors."""
+    errors = []
+    for name, members in (data.get("groups") or {}).items():
+        if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
+            errors.append(f"{file}: group {name} must list rule ids")
+        else:
+            groups[f"@{name}"] = tuple(members)
+    for name, condition in (data.get("conditions") or {}).items():
+        if not (isinstance(condition, dict) and condition):
+            errors.append(f"{file}: condition {name} must be a condition table")
+        else:
+            conditions[name] = condition
+    return errors
 
 
 def _expand_groups(rules: List[Rule], groups: Dict[str, Tuple[str, ...]], errors: List[str]) -> List[Rule]:
@@ -287,14 +302,47 @@ def _expand_groups(rules: List[Rule], groups: Dict[str, Tuple[str, ...]], errors
     return out
 
 
+def _expand_conditions(rules: List[Rule], conditions: Dict[str, Dict[str, Any]], errors: List[str]) -> List[Rule]:
+    """`{ use = "nccl-modify-qp-timeout" }` in a rule's `when` or `cite` stands for the condition of that name
+    (`[conditions]` in rules/_conditions.toml), written in its place: the rule reads as if the condition were
+    written out, so its first message condition still binds `message`."""
+    def expand(node: Any, where: str, using: Tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [expand(n, where, using) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if "use" not in node:
+            return {k: expand(v, where, using) if k in ("any", "all", "not") else v for k, v in node.items()}
+        name = node["use"]
+        if set(node) != {"use"} or not isinstance(name, str):
+            errors.append(f"{where}: a `use` condition names one condition and nothing else: {node!r}")
+        elif name not in conditions:
+            errors.append(f"{where}: uses unknown condition {name!r} (known: {', '.join(sorted(conditions))})")
+        elif name in using:
+            errors.append(f"{where}: condition {name!r} uses itself ({' -> '.join(using + (name,))})")
+        else:
+            return expand(conditions[name], where, using + (name,))
+        return node
+
+    out = []
+    for rule in rules:
+        where = f"{rule.file}: rule {rule.id}"
+        when = expand(rule.when, where, ())
+        cite = expand(rule.cite, where, ()) if rule.cite is not None else None
+        out.append(rule if (when, cite) == (rule.when, rule.cite) else replace(rule, when=when, cite=cite))
+    return out
+
+
 def build(directories: Sequence[Path], check_names: bool = True) -> Table:
     rules: List[Rule] = []
     snippets: Dict[str, str] = {}
     groups: Dict[str, Tuple[str, ...]] = {}
+    conditions: Dict[str, Dict[str, Any]] = {}
     errors: List[str] = []
     seen: Dict[str, str] = {}
     for i, directory in enumerate(directories):
-        found, snips, problems = read_dir(Path(directory), label=None if i == 0 else str(directory), groups=groups)
+        found, snips, problems = read_dir(Path(directory), label=None if i == 0 else str(directory), groups=groups,
+                                          conditions=conditions)
         errors += problems
         snippets.update(snips)
         for rule in found:
@@ -304,6 +352,7 @@ def build(directories: Sequence[Path], check_names: bool = True) -> Table:
             seen[rule.id] = rule.file
             rules.append(rule)
     rules = _expand_groups(rules, groups, errors)
+    rules = _expand_conditions(rules, conditions, errors)
     if not rules and not errors:
         errors.append(f"no rules in {', '.join(str(d) for d in directories)}")
     if check_names and not errors:
