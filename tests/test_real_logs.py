@@ -36,6 +36,21 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
+    "nccl-2237-gdaki-grh-required": (
+        "NCCL's GIN/GDAKI path printing 'DOCA failure 21' from gdakiConnectQp(): the DOCA error's meaning is not in "
+        "the paste, and that GDAKI never set a GRH on a port with IBV_QPF_GRH_REQUIRED came from the reporter reading "
+        "NCCL's source; no message of the catalogue reads DOCACHECK's warning"),
+    "verbs-mscclpp-493-ibstat-port-down": (
+        "the paste is ibstat alone: mlx5_1's port Down / Disabled beside mlx5_0's Active one is named port-down, as a "
+        "warning, since nothing in it says a rank used mlx5_1; the hang that did is only in the thread"),
+    "ucx-1878-roce-ud-endpoint-timeout-gid0": (
+        "the stored paste ends at the OSU header, before UCX's 'Endpoint timeout' lines: what is left is openib's "
+        "'no CPCs' banner in a job on pml ucx and the command line's UCX_IB_GID_INDEX=0, not a failure of the UCX run "
+        "whose GID index the developer found wrong"),
+    "ucx-2434-roce-gid0-retry-exceeded": (
+        "the stored paste ends after the first result row of osu_ialltoall, before the 'Transport retry count "
+        "exceeded' line of the thread's title: nothing in it failed, and UCX_IB_GID_INDEX=0 on the command line is "
+        "not wrong by itself"),
     "nccl-nccl-304-plx-acs-cut-before-results": (
         "the stored paste ends in Open MPI's openib warnings, before all_reduce_perf printed anything: no line shows "
         "the ACS on the PLX switch that the thread found; explain says no run completed (unknown), with no candidate"),
