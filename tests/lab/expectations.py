@@ -1,7 +1,8 @@
-"""How a scenario's expectations are asserted, live (test_matrix) and on the recordings (test_recorded)."""
+"""How a scenario's expectations are asserted, live (test_matrix) and on the recordings (test_recorded), and what a
+live run lacks of the lines its recording shows (test_matrix, test_producers)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tests.lab.scenarios import Scenario
 
@@ -27,3 +28,13 @@ def assert_check_verdict(scenario: Scenario, verdict: Dict) -> None:
     assert (verdict or {}).get("cause") == scenario.expect_check, (
         "check named %r, expected %r: %s" % ((verdict or {}).get("cause"), scenario.expect_check,
                                              (verdict or {}).get("summary")))
+
+
+def lacking(logs: Dict[str, str], expected: Iterable[Tuple[str, Sequence[str]]]) -> Optional[Tuple[str, List[str]]]:
+    """The first side whose log ("<side>.log" in `logs`) lacks some of its expected lines, with those lines; None
+    when every side's log holds all of them."""
+    for side, lines in expected:
+        missing = [line for line in lines if line not in logs.get(side + ".log", "")]
+        if missing:
+            return side, missing
+    return None

@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from tests.lab.expectations import assert_check_verdict, assert_explain_verdict
+from tests.lab.expectations import assert_check_verdict, assert_explain_verdict, lacking
 from tests.lab.runner import run_scenario
 from tests.lab.scenarios import for_pair, pairs_from_env
 from tests.lab.vm import REPO
@@ -43,12 +43,8 @@ CHECK_PAIRS = tuple(os.environ.get("RDMADOCTOR_LAB_CHECK_PAIRS", "bookworm,trixi
 def unreproduced(scenario, meta: dict) -> str:
     """What the recording's logs lack of the scenario's lines, with both sides' logs and how each ended (one
     side's failure is often told only by the other's log); "" when they lack nothing."""
-    logs = meta["_logs"]
-    for side, lines in scenario.expected_lines(meta):
-        missing = [line for line in lines if line not in logs.get(side + ".log", "")]
-        if missing:
-            return "%s log lacks %s:\n%s" % (side, missing, lab_record(meta))
-    return ""
+    found = lacking(meta["_logs"], scenario.expected_lines(meta))
+    return "%s log lacks %s:\n%s" % (*found, lab_record(meta)) if found else ""
 
 
 def lab_record(meta: dict) -> str:

@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+from tests.lab.expectations import lacking
 from tests.lab.producers import BY_NAME, run_producer
 from tests.lab.vm import REPO
 
@@ -36,11 +37,9 @@ def unreproduced(run, meta: dict) -> str:
     """What tells the live run from its recording: a key line its logs lack (with that log), or a side that ended
     otherwise (exit code, interrupted at its bound or not); "" when nothing does."""
     logs = meta["_logs"]
-    for role, lines in run.lines(PAIR).items():
-        text = logs.get(role + ".log", "")
-        missing = [line for line in lines if line not in text]
-        if missing:
-            return "%s log lacks %s:\n%s" % (role, missing, text)
+    found = lacking(logs, run.lines(PAIR).items())
+    if found:
+        return "%s log lacks %s:\n%s" % (*found, logs.get(found[0] + ".log", ""))
     recorded = json.loads((FIXTURES / PAIR / run.scenario / run.producer.name / "meta.json").read_text())
     for role in ("server", "client"):
         if recorded[role] is None:
