@@ -36,10 +36,6 @@ NO_CAUSE = (None, "", "none")
 # fixture name -> why rdmadoctor does not name the established cause first. Each stays honest: from the paste
 # alone the cause cannot be told (the threads established it with facts the paste lacks). A fix shows up as XPASS.
 KNOWN_MISSES = {
-    "nccl-2237-gdaki-grh-required": (
-        "NCCL's GIN/GDAKI path printing 'DOCA failure 21' from gdakiConnectQp(): the DOCA error's meaning is not in "
-        "the paste, and that GDAKI never set a GRH on a port with IBV_QPF_GRH_REQUIRED came from the reporter reading "
-        "NCCL's source; no message of the catalogue reads DOCACHECK's warning"),
     "verbs-mscclpp-493-ibstat-port-down": (
         "the paste is ibstat alone: mlx5_1's port Down / Disabled beside mlx5_0's Active one is named port-down, as a "
         "warning, since nothing in it says a rank used mlx5_1; the hang that did is only in the thread"),
