@@ -116,6 +116,9 @@ class Run:
     header: Dict[str, HeaderField] = field(default_factory=dict)
     addresses: List[Address] = field(default_factory=list)
     result_header_line: Optional[int] = None
+    # perftest's dashes after the peer's address with no results table after them: the line a side that measures
+    # nothing prints once it has closed the side channel (the server of ib_read_lat and ib_atomic_lat)
+    closed_line: Optional[int] = None
     results: List[ResultRow] = field(default_factory=list)
     results_dropped: int = 0         # rows printed but not kept in `results` (which keeps the rows that matter)
     # every row counted: rows, real_rows, garbage_rows, kept_rows, sizes, and for each (kind, unit) the min, median

@@ -183,6 +183,23 @@ def test_latency_rows_and_duration_rows():
     assert dur.runs[0].results[0].kind == "lat_dur"
 
 
+@pytest.mark.parametrize("pair", ["bookworm", "mixed", "trixie"])
+def test_the_dashes_a_read_latency_server_prints_once_it_closed_are_read(pair):
+    # perftest's read_lat.c: the server prints RESULT_LINE after ctx_close_connection(), and no table
+    recording = FIXTURES / "lab" / pair / "healthy-read-lat"
+    server = parse_paths([str(recording / "server.log")]).runs[0]
+    lines = (recording / "server.log").read_text().splitlines()
+    remote = next(a.line for a in server.addresses if a.role == "remote")
+    assert server.closed_line is not None and server.closed_line > remote
+    assert set(lines[server.closed_line - 1].strip()) == {"-"} and server.result_header_line is None
+    # the dashes before a table's titles are the table's: the client's, and every side of a bandwidth test
+    client = parse_paths([str(recording / "client.log")]).runs[0]
+    assert client.closed_line is None and client.result_header_line is not None
+    for log in ("server.log", "client.log"):
+        run = parse_paths([str(FIXTURES / "lab" / pair / "healthy-write-bw" / log)]).runs[0]
+        assert run.closed_line is None and run.result_header_line is not None
+
+
 def test_numbers_outside_a_result_table_are_not_rows():
     run = parse_text("Couldn't connect to 192.0.2.1:18515\n12 34 56 78\n").runs[0]
     assert run.results == []

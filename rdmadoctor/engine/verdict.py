@@ -106,6 +106,10 @@ def _nothing_measured(runs: Sequence[Run], lang: Optional[str]) -> Verdict:
     if not any(features.prints_results(p) for p in producers):
         return Verdict("unknown", "unknown", None, say("no-program-run", lang, producers=", ".join(producers)), None,
                        None, [], [say("paste-the-program", lang)])
+    if all(features.passive_server_closed(r, {}) for r in runs):
+        tools = ", ".join(sorted({str(r.tool) for r in runs}))
+        return Verdict("unknown", "unknown", None, say("passive-server-only", lang, tools=tools), None, None, [],
+                       [say("paste-the-client", lang)])
     return Verdict("unknown", "unknown", None, say("no-run-completed", lang, runs=len(runs)), None, None, [],
                    [say("paste-to-the-end", lang)])
 

@@ -29,6 +29,13 @@ PHRASES: Dict[str, Dict[str, str]] = {
     "no-run-completed": {
         "en": "No run completed: none of the {runs} run(s) printed results, and no error says why",
         "zh": "没有一次运行完成：{runs} 次运行都没有输出结果，也没有错误说明原因"},
+    "passive-server-only": {
+        "en": ("The {tools} server finished normally, and it prints no results: only the client posts the work "
+               "requests and measures, so the results are in the client's output"),
+        "zh": "{tools} 的服务端正常结束了，而它本来就不输出结果：只有客户端发出请求并测量，结果在客户端的输出里"},
+    "paste-the-client": {
+        "en": "Paste the client's output of the same run, from its command line to the end.",
+        "zh": "请贴出同一次运行中客户端的输出，从它的命令行一直到结束。"},
     "listings-only": {
         "en": ("Only listings of what the host has were recognised ({tools}): nothing in them is a fault "
                "rdmadoctor knows"),

@@ -385,7 +385,7 @@ class RunBuilder:
         self.partner: Optional[Run] = None
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in
                           ("side_label", "command", "banner", "test_name", "header", "address", "gid",
-                           "result_header", "numbers", "cut_row", "message")}
+                           "result_header", "numbers", "cut_row", "message", "box")}
 
     # -- run lifecycle ---------------------------------------------------------------------------
     def _has_content(self, run: Run) -> bool:
@@ -585,6 +585,16 @@ class RunBuilder:
             run.addresses[-1].gid = item.data
             run.addresses[-1].gid_line = number
 
+    def _on_box(self, number: int, item: Item, inline_side) -> None:
+        """perftest's dashes (RESULT_LINE) after the peer's address: before a results table's titles, or, from a side
+        that measures nothing, alone once it has closed the side channel (read_lat.c, atomic_lat.c: only the client
+        posts, and the server prints RESULT_LINE after ctx_close_connection()). Interleaved sides: not told apart."""
+        run = self.current
+        if run is None or self.partner is not None or run.result_header_line is not None or run.closed_line is not None:
+            return
+        if any(a.role == "remote" for a in run.addresses):
+            run.closed_line = run.last_line = number
+
     def _on_result_header(self, number: int, item: Item, inline_side) -> None:
         # a second table in one run is --report-both's "Remote results": the same run
         partner = self._interleaved(lambda r: r.result_header_line is not None) if self.partner else None
@@ -594,6 +604,7 @@ class RunBuilder:
             return
         run = self._run(number)
         run.result_header_line = run.result_header_line or number
+        run.closed_line = None          # (the dashes were the table's)
         self.result_kind, self.result_unit = item.data["kind"], item.data["unit"]
 
     def _on_numbers(self, number: int, item: Item, inline_side) -> None:

@@ -89,9 +89,24 @@ def completed(run: Run, ctx) -> bool:
     return bool(real_rows(run)) and errors(run, ctx) == 0
 
 
+# the tests whose server only answers the client's work requests and measures nothing (ib_read_lat, ib_atomic_lat)
+_PASSIVE_SERVER_TESTS = frozenset({("RDMA_Read", "LATENCY"), ("Atomic", "LATENCY")})
+
+
+def passive_server_closed(run: Run, ctx) -> bool:
+    """An ib_read_lat or ib_atomic_lat server (it measures nothing) closed the side channel: it finished.
+
+    It printed the dashes after the client's address and no table: perftest's read_lat.c and atomic_lat.c print
+    RESULT_LINE after ctx_close_connection(), which the client does only after its last measurement. The results
+    are in the client's output."""
+    test = run.test or {}
+    return (run.closed_line is not None and run.side == "server" and not errors(run, ctx)
+            and (test.get("verb"), test.get("tst")) in _PASSIVE_SERVER_TESTS)
+
+
 def stalled_at(run: Run, ctx) -> Optional[str]:
     """Where a run that printed no error and no result stopped: it hung, or was killed."""
-    if errors(run, ctx) or real_rows(run) or garbage_row(run, ctx):
+    if errors(run, ctx) or real_rows(run) or garbage_row(run, ctx) or passive_server_closed(run, ctx):
         return None
     if run.result_header_line:
         return "traffic"              # results header printed, no row: the data transfer never finished
@@ -195,7 +210,8 @@ def generation(run: Run, ctx):
 
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
-    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, interrupted, exchanged, bw_gbps,
+    f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, passive_server_closed,
+                            interrupted, exchanged, bw_gbps,
                             bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
                             named_device_listed, perftest_shown, generation, benchmark_started)
 }

@@ -13,6 +13,12 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   pingpong_mtu_option the path MTU an ibv_*_pingpong command line asked for with -m (None: the default, 1024)
   pingpong_gid_elsewhere  for a run whose -g chose an empty GID: another ibv_*_pingpong run of the input that chose
                       another index and printed a usable GID (where the usable GID sits on hosts set up alike)
+  pingpong_peer_gid_type  for a run that printed a usable GID: the other side's ibv_*_pingpong run of the input when
+                      its GID is of the other type (one an IPv4 address's RoCE v2 GID, ::ffff:a.b.c.d, the other an
+                      IPv6 one, link-local or not): RoCE connects two GIDs of one type only
+  pingpong_port_differs / pingpong_size_differs  the other side's ibv_*_pingpong run of the same program in the
+                      input when its side-channel port (-p) or message size (-s) differs from this run's, either given
+                      or the program's default
   device_opened_elsewhere for a run that found no device of its -d name: another run of the input that named the
                       same device and opened it (printed its local address), so the name itself is right
   rping_stalled       an rping client stopped by hand (^C) that completed no ping (no "ping data" line with -v,
@@ -196,6 +202,77 @@ def pingpong_gid_elsewhere(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, 
     return None
 
 
+def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The other side's GID when it is of the other type than this run's (an IPv4 address's RoCE v2 GID, or IPv6)."""
+    local = features.feature(run, "pingpong_local_gid", ctx)
+    if local is None or local["family"] == "empty" or run.side not in ("server", "client"):
+        return None
+    mine = local["family"] == "ipv4"
+    for other in _input_runs(run, ctx):
+        if not _is_pingpong(other) or other.side in (run.side, "unknown"):
+            continue
+        theirs = features.feature(other, "pingpong_local_gid", ctx)
+        if theirs is not None and theirs["family"] != "empty" and (theirs["family"] == "ipv4") != mine:
+            index = features.feature(other, "pingpong_gid_option", ctx)
+            chosen = f"-g {index}: " if index is not None else ""
+            return {"gid": theirs["gid"], "family": theirs["family"], "own_gid": local["gid"],
+                    "own_family": local["family"], "line": theirs["line"], "source": other.source,
+                    "quote": f"{other.side}: {chosen}GID {theirs['gid']} ({theirs['family']}), this side's "
+                             f"{local['gid']} ({local['family']})"}
+    return None
+
+
+# what rdma-core's examples use when -p or -s is not given (libibverbs/examples/*_pingpong.c main())
+_PINGPONG_DEFAULTS = {"port": 18515, "size": 4096}
+_PINGPONG_SIZE_DEFAULT = {"ibv_ud_pingpong": 1024}
+_PINGPONG_OPTIONS = {"port": ("-p", "--port"), "size": ("-s", "--size")}
+
+
+def _pingpong_value(run: Run, name: str) -> Optional[Tuple[int, bool]]:
+    """(value, given on the command line) of a pingpong run's -p or -s; None when the value cannot be read."""
+    if not _is_pingpong(run):
+        return None
+    assert run.command is not None
+    for option in _PINGPONG_OPTIONS[name]:
+        if option in run.command.options:
+            try:
+                return int(str(run.command.options[option]), 0), True
+            except ValueError:
+                return None
+    default = _PINGPONG_SIZE_DEFAULT.get(run.command.tool or "") if name == "size" else None
+    return (default or _PINGPONG_DEFAULTS[name]), False
+
+
+def _pingpong_differs(run: Run, ctx: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
+    mine = _pingpong_value(run, name)
+    if mine is None or run.command is None or run.side not in ("server", "client"):
+        return None
+    for other in _input_runs(run, ctx):
+        theirs = _pingpong_value(other, name)
+        if theirs is None or other.command is None or other.side in (run.side, "unknown") \
+                or other.command.tool != run.command.tool:
+            continue
+        if theirs[0] != mine[0]:
+            option = _PINGPONG_OPTIONS[name][0]
+            return {"value": mine[0], "peer_value": theirs[0], "line": other.command.line, "source": other.source,
+                    "quote": f"{other.side}: {_shown(option, theirs)}; {run.side}: {_shown(option, mine)}"}
+    return None
+
+
+def _shown(option: str, value: Tuple[int, bool]) -> str:
+    return f"{option} {value[0]}" if value[1] else f"{value[0]} (no {option}: the default)"
+
+
+def pingpong_port_differs(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The other side's side-channel port (-p, default 18515) when it is not this run's."""
+    return _pingpong_differs(run, ctx, "port")
+
+
+def pingpong_size_differs(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The other side's message size (-s, default 4096; 1024 for ibv_ud_pingpong) when it is not this run's."""
+    return _pingpong_differs(run, ctx, "size")
+
+
 def _device_option(run: Run) -> Optional[str]:
     if run.command is None:
         return None
@@ -267,10 +344,14 @@ def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any
 
 FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
                                     pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
-                                    device_opened_elsewhere, rping_stalled, cmatose_step, cmatose_stalled_at,
-                                    devices_listed_none)}
+                                    pingpong_peer_gid_type, pingpong_port_differs, pingpong_size_differs,
+                                    device_opened_elsewhere, rping_stalled, cmatose_step,
+                                    cmatose_stalled_at, devices_listed_none)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
              "pingpong_gid_elsewhere": ("index", "gid", "line", "source", "quote"),
+             "pingpong_peer_gid_type": ("gid", "family", "own_gid", "own_family", "line", "source", "quote"),
+             "pingpong_port_differs": ("value", "peer_value", "line", "source", "quote"),
+             "pingpong_size_differs": ("value", "peer_value", "line", "source", "quote"),
              "device_opened_elsewhere": ("device", "line", "source", "quote"),
              "devices_listed_none": ("line", "quote")}
 

@@ -51,3 +51,12 @@ def test_missing_values_show_as_a_question_mark_or_the_default(bindings):
 
 def test_percent_with_a_link_rate(bindings):
     assert render("{run.bw_fraction|pct}", bindings, {"link_rate_gbps": 10000.0}) == "50%"
+
+
+def test_another_producers_run_answers_with_its_own_attributes(bindings):
+    # "tool" is a perftest parameter (its command line or header); a pingpong run's is its attribute
+    pingpong = run(side="server")
+    pingpong.producer, pingpong.tool = "verbs", "ibv_rc_pingpong"
+    assert render("{run.tool|default:The program} failed", {"run": pingpong}, {}) == "ibv_rc_pingpong failed"
+    assert render("{run.mtu|default:no MTU}", {"run": pingpong}, {}) == "no MTU"      # no such attribute either
+    assert render("{run.tool}", bindings, {}) == "ib_write_bw"

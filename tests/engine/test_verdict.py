@@ -3,7 +3,7 @@ from pathlib import Path
 
 from rdmadoctor.collectors import load_facts
 from rdmadoctor.engine import diagnose
-from rdmadoctor.logparse.streams import parse_text
+from rdmadoctor.logparse.streams import parse_paths, parse_text
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
 HEALTHY = FIXTURES / "facts/lab/bookworm/facts-root.json"
@@ -60,6 +60,20 @@ def test_healthy_kernel_lines_alone_ask_for_the_program_not_for_a_run_to_its_end
     assert any("program that failed" in step for step in d.verdict.next_steps)
     d = diagnose.explain(parse_text(probe + "$ ib_write_bw -d mlx5_0 192.0.2.2\n"))
     assert d.verdict.status == "unknown" and "Only kernel" not in d.verdict.summary, d.verdict
+
+
+def test_a_read_latency_server_alone_finished_but_shows_no_result_and_asks_for_the_client():
+    recording = FIXTURES / "lab/bookworm/healthy-read-lat"
+    alone = diagnose.explain(parse_paths([str(recording / "server.log")]))
+    assert alone.verdict.status == "unknown" and not alone.findings
+    assert "ib_read_lat server finished normally" in alone.verdict.summary
+    assert any("client's output" in step for step in alone.verdict.next_steps)
+    both = diagnose.explain(parse_paths([str(recording / "server.log"), str(recording / "client.log")]))
+    assert both.verdict.status == "ok"
+    # the same server stopped at the client's address (its client hung or died): a stall, not a finish
+    cut = parse_text("\n".join((recording / "server.log").read_text().splitlines()[:-1]) + "\n")
+    stalled = diagnose.explain(cut)
+    assert stalled.verdict.status == "unknown" and [f.rule for f in stalled.findings] == ["PT-STALLED"]
 
 
 def test_explain_of_nothing_recognised_is_unknown():

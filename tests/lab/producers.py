@@ -296,6 +296,18 @@ def _runs() -> List[ProducerRun]:
           alternatives=("no-rdma-device", "wrong-device-name"),
           notes="'IB device rxe0 not found' is the same text for a misspelt name and for no device at all."),
         R(IBV_RC, "server-not-running", "server-not-running", no_server=True),
+        R(IBV_RC, "gid-index-link-local-client", "wrong-gid-index", alternatives=("gid-missing",),
+          client="ibv_rc_pingpong -d rxe0 -g 0 -n 100 {server}", client_timeout=20,
+          notes="The client's -g 0 is the fe80:: link-local GID, the server's -g 1 the IPv4 address's RoCE v2 GID: "
+                "the server cannot move its QP to RTR towards a GID of the other type."),
+        R(IBV_RC, "port-mismatch-client", "option-mismatch", client_args="-p 18600", client_timeout=20,
+          notes="The client connects to 18600, the server listens on the default 18515 (rc_pingpong.c)."),
+        R(IBV_RC, "size-client-larger", "option-mismatch", client_args="-s 8192", client_timeout=20,
+          notes="The client sends 8 KiB messages into the server's receive buffers of the default 4 KiB: the "
+                "server's receive completes in error, the client's send with a remote error."),
+        R(IBV_RC, "device-permission-denied-server", "device-permission-denied",
+          notes="The server, run by user lab, cannot open /dev/infiniband/uverbs0 (root-only): 'Couldn't get context "
+                "for rxe0' under a prompt that is not root's."),
     ]
     # rdma_cm programs: no device or GID option (rdma_cm picks them from the address)
     for prod in (RPING, UCMATOSE):
@@ -424,6 +436,13 @@ LINES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "wrong-device-name-client/ibv_rc_pingpong": (("local address:",), ("IB device rxe1 not found",)),
     "ib-uverbs-not-loaded-server/ibv_rc_pingpong": (("IB device rxe0 not found",), (CONNECT_FAILED,)),
     "server-not-running/ibv_rc_pingpong": ((), (CONNECT_FAILED,)),
+    "gid-index-link-local-client/ibv_rc_pingpong": (("GID ::ffff:192.0.2.1", "Failed to modify QP to RTR"),
+                                                    ("GID fe80::", "Couldn't read/write remote address")),
+    "port-mismatch-client/ibv_rc_pingpong": (("local address:",), ("Couldn't connect to 192.0.2.1:18600",)),
+    "size-client-larger/ibv_rc_pingpong": (("Failed status local QP operation error (2)",),
+                                           ("Failed status remote operation error (11)",)),
+    "device-permission-denied-server/ibv_rc_pingpong": (("lab@h1:~$ ibv_rc_pingpong", "Couldn't get context for rxe0"),
+                                                        (CONNECT_FAILED,)),
     # the client's "client DISCONNECT EVENT..." comes from its cm thread, which main() may stop first (rping.c: the
     # thread returns when its eventfd is written, before it reads a pending event): its last ping is certain
     "healthy/rping": (("server DISCONNECT EVENT...",), ("ping data: rdma-ping-9",)),

@@ -164,6 +164,13 @@ SCENARIOS: List[Scenario] = [
         server=_srv("ib_write_lat -d rxe0 %s" % SMALL), client=_cli("ib_write_lat -d rxe0 %s" % SMALL),
         server_lines=(BANNER, "t_avg"), client_lines=("t_avg",)),
     Scenario(
+        "healthy-read-lat", "Healthy ib_read_lat pair: the server measures nothing", healthy=True,
+        server=_srv("ib_read_lat -d rxe0 %s" % SMALL), client=_cli("ib_read_lat -d rxe0 %s" % SMALL),
+        server_lines=(BANNER, "remote address"), client_lines=("t_avg",),
+        notes="Only the client posts RDMA reads and prints results; the server's log ends with perftest's dashes "
+              "after the client's address, printed once it closed the side channel (read_lat.c). That is not a "
+              "side that stopped after its addresses."),
+    Scenario(
         "healthy-write-bw-server-h2", "Healthy ib_write_bw pair with the roles swapped (server on h2)",
         healthy=True, pairs=("mixed",),
         server=_srv("%s %s" % (WB, SMALL), host="h2"), client=_cli("%s %s" % (WB, SMALL), CLIENT_IP, host="h1"),
@@ -303,6 +310,14 @@ SCENARIOS: List[Scenario] = [
         expect_explain="server-not-running", expect_check="server-not-running", check_host="h2",
         check_args="--peer 192.0.2.1 --probe-perftest",
         client_lines=(COULDNT_CONNECT,)),
+    Scenario(
+        "port-mismatch-client", "Client -p 18600, server on the default port 18515",
+        faulty="both", fault="client -p 18600, server default (18515)",
+        server=_srv("%s %s" % (WB, TINY)), client=_cli("%s -p 18600 %s" % (WB, TINY)), client_timeout=20,
+        server_grace=3, expect_explain="option-mismatch",
+        server_lines=(BANNER,), client_lines=("Couldn't connect to %s:18600" % SERVER_IP,),
+        notes="The client connects to its own -p on the server's address, where nothing listens; the server waits "
+              "at its banner until interrupted."),
     Scenario(
         "port-in-use-stale-server", "A stale ib_write_bw server still holds TCP 18515; a second server fails",
         faulty="h1", fault="an earlier ib_write_bw server is still listening on 18515",

@@ -40,6 +40,26 @@ def test_stalled_at_names_the_last_thing_printed():
     assert features.stalled_at(header, {}) == "traffic"
 
 
+def test_a_server_that_measures_nothing_and_closed_did_not_stall():
+    # perftest's read_lat.c and atomic_lat.c: the server prints RESULT_LINE after ctx_close_connection() and no table
+    server = run("ib_read_lat", test={"verb": "RDMA_Read", "tst": "LATENCY"}, side="server")
+    server.addresses = [Address("local", 20), Address("remote", 22)]
+    assert features.stalled_at(server, {}) == "addresses" and not features.passive_server_closed(server, {})
+    server.closed_line = 24
+    assert features.passive_server_closed(server, {}) and features.stalled_at(server, {}) is None
+    atomic = run("ib_atomic_lat", test={"verb": "Atomic", "tst": "LATENCY"}, side="server")
+    atomic.closed_line = 24
+    assert features.passive_server_closed(atomic, {})
+    # a client, a bandwidth test's server, or a side that printed an error: the dashes alone show nothing
+    for other in (run("ib_read_lat", test={"verb": "RDMA_Read", "tst": "LATENCY"}, side="client"),
+                  run("ib_read_bw", test={"verb": "RDMA_Read", "tst": "BW"}, side="server"),
+                  run("ib_write_lat", test={"verb": "RDMA_Write", "tst": "LATENCY"}, side="server"),
+                  run("ib_read_lat", test={"verb": "RDMA_Read", "tst": "LATENCY"}, side="server",
+                      messages=[Message("C02", "error", "Couldn't connect to 192.0.2.1:18515", 5, "t.log", {})])):
+        other.closed_line = 24
+        assert not features.passive_server_closed(other, {})
+
+
 def test_a_run_with_results_or_an_error_did_not_stall():
     assert features.stalled_at(run("ib_write_bw", results=[bw_row()]), {}) is None
     error = Message("C02", "error", "Couldn't connect to 192.0.2.1:18515", 5, "t.log", {})
