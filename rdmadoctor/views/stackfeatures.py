@@ -112,17 +112,21 @@ def _is_pingpong(run: Run) -> bool:
     return run.command is not None and bool(_PINGPONG.match(run.command.tool or ""))
 
 
-def pingpong_gid_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
+def _pingpong_option(run: Run, options: Tuple[str, ...], base: int) -> Optional[int]:
+    """The first of `options` an ibv_*_pingpong command line gives as a number (None: none, or not such a run)."""
     if not _is_pingpong(run):
         return None
     assert run.command is not None
-    for option in ("-g", "--gid-idx"):
-        value = run.command.options.get(option)
+    for option in options:
         try:
-            return int(str(value))
+            return int(str(run.command.options.get(option)), base)
         except (TypeError, ValueError):
             continue
     return None
+
+
+def pingpong_gid_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
+    return _pingpong_option(run, ("-g", "--gid-idx"), 10)
 
 
 def _family(gid: str) -> Optional[str]:
@@ -174,15 +178,7 @@ def pingpong_stalled_at(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
 
 
 def pingpong_mtu_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
-    if not _is_pingpong(run):
-        return None
-    assert run.command is not None
-    for option in ("-m", "--mtu"):
-        try:
-            return int(str(run.command.options.get(option)), 0)
-        except (TypeError, ValueError):
-            continue
-    return None
+    return _pingpong_option(run, ("-m", "--mtu"), 0)
 
 
 def _input_runs(run: Run, ctx: Dict[str, Any]):
@@ -230,15 +226,12 @@ _PINGPONG_OPTIONS = {"port": ("-p", "--port"), "size": ("-s", "--size")}
 
 def _pingpong_value(run: Run, name: str) -> Optional[Tuple[int, bool]]:
     """(value, given on the command line) of a pingpong run's -p or -s; None when the value cannot be read."""
-    if not _is_pingpong(run):
-        return None
-    assert run.command is not None
-    for option in _PINGPONG_OPTIONS[name]:
-        if option in run.command.options:
-            try:
-                return int(str(run.command.options[option]), 0), True
-            except ValueError:
-                return None
+    options = _PINGPONG_OPTIONS[name]
+    value = _pingpong_option(run, options, 0)
+    if value is not None:
+        return value, True
+    if run.command is None or not _is_pingpong(run) or any(o in run.command.options for o in options):
+        return None         # (not such a run, or a value that is no number)
     default = _PINGPONG_SIZE_DEFAULT.get(run.command.tool or "") if name == "size" else None
     return (default or _PINGPONG_DEFAULTS[name]), False
 
