@@ -198,15 +198,20 @@ def pingpong_gid_elsewhere(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, 
     return None
 
 
+def _pingpong_peers(run: Run, ctx: Dict[str, Any]) -> List[Run]:
+    """The input's ibv_*_pingpong runs of the other side than `run`'s (none when its side is not known)."""
+    if run.side not in ("server", "client"):
+        return []
+    return [r for r in _input_runs(run, ctx) if _is_pingpong(r) and r.side not in (run.side, "unknown")]
+
+
 def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The other side's GID when it is of the other type than this run's (an IPv4 address's RoCE v2 GID, or IPv6)."""
     local = features.feature(run, "pingpong_local_gid", ctx)
-    if local is None or local["family"] == "empty" or run.side not in ("server", "client"):
+    if local is None or local["family"] == "empty":
         return None
     mine = local["family"] == "ipv4"
-    for other in _input_runs(run, ctx):
-        if not _is_pingpong(other) or other.side in (run.side, "unknown"):
-            continue
+    for other in _pingpong_peers(run, ctx):
         theirs = features.feature(other, "pingpong_local_gid", ctx)
         if theirs is not None and theirs["family"] != "empty" and (theirs["family"] == "ipv4") != mine:
             index = features.feature(other, "pingpong_gid_option", ctx)
@@ -238,12 +243,11 @@ def _pingpong_value(run: Run, name: str) -> Optional[Tuple[int, bool]]:
 
 def _pingpong_differs(run: Run, ctx: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
     mine = _pingpong_value(run, name)
-    if mine is None or run.command is None or run.side not in ("server", "client"):
+    if mine is None or run.command is None:
         return None
-    for other in _input_runs(run, ctx):
+    for other in _pingpong_peers(run, ctx):
         theirs = _pingpong_value(other, name)
-        if theirs is None or other.command is None or other.side in (run.side, "unknown") \
-                or other.command.tool != run.command.tool:
+        if theirs is None or other.command is None or other.command.tool != run.command.tool:
             continue
         if theirs[0] != mine[0]:
             option = _PINGPONG_OPTIONS[name][0]
