@@ -74,6 +74,8 @@ def _load(tmp_path, when, scope="run", **extra):
     ('{ option = "gid_index" }', {}, "option 'gid_index' is not a perftest option"),
     ('{ fact = "memlock.below_defualt" }', {}, "'below_defualt' is not a name of memlock"),
     ('{ message = "X09", fields = { fieldd = "*" } }', {}, "message field 'fieldd' is not bound"),
+    ('{ message = "*", kind = "eror" }', {}, "message kind 'eror' is not one of error, info, notice, warning"),
+    ('{ message = "*", kind = ["error", "warning"] }', {}, "message kind ['error', 'warning'] is not one of"),
     ('{ message = "D05" }', {"cause": "port-dwn"}, "cause 'port-dwn' is not in the cause vocabulary"),
     ('{ message = "D05" }', {"explains": ["PT-NOPE"]}, "explains unknown rule PT-NOPE"),
     ('{ message = "D05" }', {"probe_rung": "peer-nowhere"}, "probe_rung 'peer-nowhere' is not a rung"),

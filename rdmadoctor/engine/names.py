@@ -45,6 +45,7 @@ class _Checker:
         self.causes = set(cause_table.slugs())
         cat = message_catalog.load()
         self.message_fields = message_catalog.fields_by_id(cat)
+        self.message_kinds = {p.kind for p in cat.patterns}
         self.producers = {p.stem for p in message_catalog.catalogue_files()}
         self.errors: List[str] = []
 
@@ -195,6 +196,9 @@ class _Checker:
         for mid in ids:
             if mid != "*" and mid not in self.message_fields:
                 self.error(rule, f"{where}: message {mid!r} is not in any catalogue (knowledge/messages)")
+        kind = cond.get("kind")
+        if kind is not None and (not isinstance(kind, str) or kind not in self.message_kinds):
+            self.error(rule, f"{where}: message kind {kind!r} is not one of {', '.join(sorted(self.message_kinds))}")
         if "*" in ids:
             return
         known = set().union(*(self.message_fields.get(m, set()) for m in ids))

@@ -7,6 +7,8 @@ processes ran, for rules/mpibench.toml. Registered into views/features.py (FEATU
                         #SBATCH directive, mpirun --host naming one host); None without one, or when another launch
                         line of the paste names more nodes
   ompi_btl_shm_listed   the run's Open MPI BTL list (--mca btl, OMPI_MCA_btl) names a shared-memory BTL (vader, sm)
+  osu_table_unfinished  the run's last OSU point-to-point or one-sided table stops before its largest message size
+                        (4 MiB, or the -m the command line gives): the size of its last row, the largest, the row's line
 """
 from __future__ import annotations
 
@@ -71,6 +73,67 @@ def osu_latency_small_us(run: Run, ctx: Dict[str, Any]) -> Optional[LatencyAtLin
     if banner is None or len(small) < MIN_SMALL_ROWS:
         return None
     return LatencyAtLine(round(statistics.median(small), 2), banner)
+
+
+
+# -- a table that stops before its largest size ---------------------------------------------------------------------
+
+# The largest message size of an OSU point-to-point or one-sided test when -m does not set it: MAX_MESSAGE_SIZE
+# (1 << 22) in c/util/osu_util.h (osu_pt2pt.h MAX_MSG_SIZE and each one-sided test's MAX_SIZE before OMB 5.4).
+# Collectives stop at 1 MiB, or lower when the processes times the size exceeds the memory limit (-M), so their last
+# size depends on the job; the atomics (Fetch_and_op, Compare_and_swap) measure one size. Neither is read here.
+OSU_LARGEST = 1 << 22
+_OSU_NOT_SWEPT = re.compile(r"allreduce|allgather|alltoall|bcast|barrier|gather|scatter|reduce|scan|neighbo|"
+                            r"fetch_and_op|compare_and_swap", re.IGNORECASE)
+# OSU's message-size option: -m [MIN:]MAX, --message-size=[MIN:]MAX (c/util/osu_util_mpi.c process_options())
+_OSU_SIZE_OPTION = re.compile(r"^(?:-m|--message-size)(?:=?(?P<value>.+))?$")
+
+
+def _osu_largest(argv: Optional[Sequence[str]]) -> Optional[int]:
+    """The largest size the OSU test was asked for: -m's MAX after the benchmark's name on the command line, else the
+    default; None when -m's value cannot be read."""
+    words = list(argv or [])
+    program = next((i for i, w in enumerate(words) if "osu_" in w and not w.startswith("-")), None)
+    if program is None:
+        return OSU_LARGEST
+    for i, word in enumerate(words[program + 1:], program + 1):
+        found = _OSU_SIZE_OPTION.match(word)
+        if found is None:
+            continue
+        value = found.group("value") or (words[i + 1] if i + 1 < len(words) else "")
+        largest = value.rsplit(":", 1)[-1]
+        return int(largest) if largest.isdigit() else None
+    return OSU_LARGEST
+
+
+def osu_table_unfinished(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The run's last OSU table of a point-to-point or one-sided test ends with a row below its largest size.
+
+    Rank 0 prints one row per size, doubling from 0 or 1 up to the largest (4 MiB unless -m sets it), then the test
+    ends (OSU micro-benchmarks c/mpi/pt2pt/osu_latency.c, c/mpi/one-sided/osu_acc_latency.c): a last row below it
+    means the test stopped there (hung, or a rank died) or the paste ends there. A table after which the paste
+    goes on with another message (another banner, a library's report) had its rows left out of the paste."""
+    banner = header = None
+    rows: List[Any] = []
+    for m in run.messages:
+        if m.id == "OMPI.OSU_BANNER":
+            banner, header, rows = m, None, []
+        elif m.id == "OMPI.OSU_TABLE_HEADER":
+            header, rows = m, []
+        elif m.id == "OMPI.BENCH_ROW" and header is not None:
+            rows.append(m)
+    if banner is None or header is None or not rows or _OSU_NOT_SWEPT.search(banner.fields.get("benchmark") or ""):
+        return None
+    last = rows[-1]
+    runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
+    if any(m.line > last.line and m.source == last.source for r in runs for m in r.messages):
+        return None           # the paste goes on after the table: rows were left out of it, not the test's end
+    largest = _osu_largest(run.command.argv if run.command is not None else None)
+    size = last.fields.get("bytes")
+    if largest is None or size is None or not str(size).isdigit() or int(size) >= largest:
+        return None
+    return {"line": last.line, "source": last.source, "quote": last.text, "size": int(size), "largest": largest,
+            "benchmark": banner.fields.get("benchmark")}
 
 
 # -- how many nodes ----------------------------------------------------------------------------------------------
@@ -199,8 +262,10 @@ def ompi_btl_shm_listed(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any
     return {"line": shown.line, "btl": value}
 
 
-FEATURES = {f.__name__: f for f in (osu_latency_small_us, single_node_launch, ompi_btl_shm_listed)}
-FIELDS_OF = {"single_node_launch": ("line", "quote", "how", "hosts"), "ompi_btl_shm_listed": ("line", "btl")}
+FEATURES = {f.__name__: f for f in (osu_latency_small_us, single_node_launch, ompi_btl_shm_listed,
+                                    osu_table_unfinished)}
+FIELDS_OF = {"single_node_launch": ("line", "quote", "how", "hosts"), "ompi_btl_shm_listed": ("line", "btl"),
+             "osu_table_unfinished": ("line", "quote", "size", "largest", "benchmark")}
 
 features.FEATURES.update(FEATURES)
 features.FIELDS_OF.update(FIELDS_OF)

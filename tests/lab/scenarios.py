@@ -319,6 +319,15 @@ SCENARIOS: List[Scenario] = [
         notes="The client connects to its own -p on the server's address, where nothing listens; the server waits "
               "at its banner until interrupted."),
     Scenario(
+        "size-beyond-host-memory", "Both sides -s 1 GiB: perftest's 2 GiB buffer is more than the VM has",
+        faulty="both", fault="-s 1073741824 on both sides: 2 GiB of test buffer in a VM of 1 GiB without swap",
+        server=_srv("%s -s 1073741824 -n 5" % WB), client=_cli("%s -s 1073741824 -n 5" % WB), client_timeout=60,
+        server_grace=10, expect_explain="host-memory-exhausted",
+        server_lines=("Couldn't allocate work buf.",), client_lines=("Couldn't allocate work buf.",),
+        notes="perftest allocates 2 x size x QPs with memalign() once the side channel is up (alloc_ctx(), "
+              "host_memory_allocate_buffer()); the kernel's overcommit heuristic refuses 2 GiB in 1 GiB, so each "
+              "side prints \"Couldn't allocate work buf.\" before anything is registered."),
+    Scenario(
         "port-in-use-stale-server", "A stale ib_write_bw server still holds TCP 18515; a second server fails",
         faulty="h1", fault="an earlier ib_write_bw server is still listening on 18515",
         background=(_srv("%s %s" % (WB, TINY)),),

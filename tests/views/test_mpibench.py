@@ -95,3 +95,43 @@ def test_the_btl_list_names_shared_memory(btl, listed):
     assert (found is not None) == listed
     if listed:
         assert found["btl"] == btl and found["line"] == 1
+
+
+def _osu_rows(sizes) -> str:
+    """Rows as osu_latency prints them: "%-*d%*.*f" with 10 and FIELD_WIDTH 20 (c/util/osu_util_mpi.c)."""
+    return "".join(f"{size:<10d}{1.5 + size / 1e4:>20.2f}\n" for size in sizes)
+
+
+_UP_TO_64K = [0] + [1 << i for i in range(17)]          # 0, 1, 2 ... 65536
+_UP_TO_4M = [0] + [1 << i for i in range(23)]           # ... 4194304
+
+
+def test_an_osu_table_that_stops_before_its_largest_size_is_unfinished_at_its_last_row():
+    run, ctx = _mpirun_run("mpirun -np 2 --host a,b ./osu_latency\n# OSU MPI Latency Test v5.6.1\n"
+                           "# Size          Latency (us)\n" + _osu_rows(_UP_TO_64K))
+    found = features.feature(run, "osu_table_unfinished", ctx)
+    assert found["size"] == 65536 and found["largest"] == 1 << 22 and found["line"] == 21
+    assert found["benchmark"] == "MPI Latency Test" and found["quote"].startswith("65536")
+
+
+@pytest.mark.parametrize("command, banner, sizes", [
+    ("mpirun -np 2 ./osu_latency", "# OSU MPI Latency Test v5.6.1", _UP_TO_4M),             # to 4 MiB: finished
+    ("mpirun -np 2 ./osu_latency -m 65536", "# OSU MPI Latency Test v5.6.1", _UP_TO_64K),   # -m MAX
+    ("mpirun -np 2 ./osu_bw -m 1:65536", "# OSU MPI Bandwidth Test v5.6.1", _UP_TO_64K),   # -m MIN:MAX
+    ("mpirun -np 2 ./osu_bw --message-size=65536", "# OSU MPI Bandwidth Test v7.4", _UP_TO_64K),
+    ("mpirun -np 8 ./osu_allreduce", "# OSU MPI Allreduce Latency Test v5.7", _UP_TO_64K),  # a collective
+    ("mpirun -np 2 ./osu_fop_latency", "# OSU MPI_Fetch_and_op latency Test v5.6.1", [8]),  # one size
+])
+def test_a_finished_table_or_one_whose_largest_size_is_not_known_is_not_unfinished(command, banner, sizes):
+    run, ctx = _mpirun_run(f"{command}\n{banner}\n# Size          Latency (us)\n" + _osu_rows(sizes))
+    assert features.feature(run, "osu_table_unfinished", ctx) is None
+
+
+def test_a_table_the_paste_goes_on_after_had_its_rows_left_out():
+    text = ("mpirun -np 2 ./osu_latency\n# OSU MPI Latency Test v5.6.1\n# Size          Latency (us)\n"
+            + _osu_rows(_UP_TO_64K))
+    run, ctx = _mpirun_run(text + "# OSU MPI Bandwidth Test v5.6.1\n# Size      Bandwidth (MB/s)\n"
+                           + _osu_rows(_UP_TO_4M))
+    assert features.feature(run, "osu_table_unfinished", ctx) is None
+    run, ctx = _mpirun_run(text + "<hang>\n")
+    assert features.feature(run, "osu_table_unfinished", ctx)["size"] == 65536
