@@ -75,11 +75,10 @@ def osu_latency_small_us(run: Run, ctx: Dict[str, Any]) -> Optional[LatencyAtLin
     return LatencyAtLine(round(statistics.median(small), 2), banner)
 
 
-
 # -- a table that stops before its largest size ---------------------------------------------------------------------
 
 # The largest message size of an OSU point-to-point or one-sided test when -m does not set it: MAX_MESSAGE_SIZE
-# (1 << 22) in c/util/osu_util.h (osu_pt2pt.h MAX_MSG_SIZE and each one-sided test's MAX_SIZE before OMB 5.4).
+# (1 << 22) in c/util/osu_util.h (osu_pt2pt.h MAX_MSG_SIZE and each one-sided test's MAX_SIZE in older releases).
 # Collectives stop at 1 MiB, or lower when the processes times the size exceeds the memory limit (-M), so their last
 # size depends on the job; the atomics (Fetch_and_op, Compare_and_swap) measure one size. Neither is read here.
 OSU_LARGEST = 1 << 22
@@ -125,8 +124,7 @@ def osu_table_unfinished(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, An
     if banner is None or header is None or not rows or _OSU_NOT_SWEPT.search(banner.fields.get("benchmark") or ""):
         return None
     last = rows[-1]
-    runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
-    if any(m.line > last.line and m.source == last.source for r in runs for m in r.messages):
+    if _last_message_line(run, ctx) > last.line:
         return None           # the paste goes on after the table: rows were left out of it, not the test's end
     largest = _osu_largest(run.command.argv if run.command is not None else None)
     size = last.fields.get("bytes")
@@ -135,6 +133,16 @@ def osu_table_unfinished(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, An
     return {"line": last.line, "source": last.source, "quote": last.text, "size": int(size), "largest": largest,
             "benchmark": banner.fields.get("benchmark")}
 
+
+
+def _last_message_line(run: Run, ctx: Dict[str, Any]) -> int:
+    """The line of the last message any run of the run's file holds, found once per file."""
+    def compute() -> int:
+        runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
+        return max((m.line for r in runs for m in r.messages if m.source == run.source), default=0)
+    if not ctx.get("runs"):
+        return compute()
+    return bysource.once_per_source(ctx, "last_message_line", run.source, compute)
 
 # -- how many nodes ----------------------------------------------------------------------------------------------
 
