@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from rdmadoctor.collectors.base import CollectContext, Unavailable, errno_text
+from rdmadoctor.knowledge.perftest import TOOLS as PERFTEST_TOOLS
 
 NAME = "kernel"
 TIMEOUT = 12.0
@@ -28,10 +29,14 @@ CONFIG_KEYS = ("CONFIG_INFINIBAND", "CONFIG_INFINIBAND_USER_ACCESS", "CONFIG_INF
                "CONFIG_MLX5_INFINIBAND", "CONFIG_MLX4_INFINIBAND", "CONFIG_INFINIBAND_IRDMA",
                "CONFIG_INFINIBAND_BNXT_RE", "CONFIG_INFINIBAND_EFA", "CONFIG_SECURITY_DMESG_RESTRICT")
 # (the names that start at a word's start share one \b: tried only where a word starts, three times faster over a
-# kernel log than each alternative with its own)
+# kernel log than each alternative with its own). "ib_" names the RDMA stack's modules (ib_core, ib_uverbs, ib_srpt
+# ...) and perftest's programs; a line of another subsystem that names one of those programs (the memory accounting
+# refusing ib_write_bw's buffer, the OOM killer) says nothing of the RDMA stack, so they are left out of it.
+_PERFTEST_PROGRAMS = "|".join(tool for tool in PERFTEST_TOOLS if tool.startswith("ib_"))
 LOG_PATTERN = re.compile(
-    r"\b(?:rdma|rxe\d*\b|mlx[45]|ib_\w+|ib\d+\b|roce(?:v[12])?\b|irdma|bnxt_re|efa\b|siw\b|ipoib\b|hfi1\b|qedr\b|"
-    r"ocrdma|erdma\b|mana_ib|ionic_rdma)|infiniband|uverbs|pvrdma|hns_roce|nvidia.peermem|nv_peer_mem",
+    r"\b(?:rdma|rxe\d*\b|mlx[45]|(?!(?:" + _PERFTEST_PROGRAMS + r")\b)ib_\w+|ib\d+\b|roce(?:v[12])?\b|irdma|"
+    r"bnxt_re|efa\b|siw\b|ipoib\b|hfi1\b|qedr\b|ocrdma|erdma\b|mana_ib|ionic_rdma)|infiniband|uverbs|pvrdma|hns_roce|"
+    r"nvidia.peermem|nv_peer_mem",
     re.IGNORECASE)
 _CONFIG_LINE = re.compile(r"(?m)^(" + "|".join(map(re.escape, CONFIG_KEYS)) + r")=(.*)$")
 LOG_KEEP = 300
