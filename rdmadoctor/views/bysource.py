@@ -63,3 +63,15 @@ def once_per_input(ctx: Dict[str, Any], feature: str, compute: Callable[[], T]) 
     """compute() once for the whole input: for an answer that reads every run of ctx["runs"] and not the run that
     asks."""
     return once_per_source(ctx, feature, "", compute)
+
+
+def last_message_line(run: Run, ctx: Dict[str, Any], source: str, message_id: Optional[str] = None) -> int:
+    """The line of the last message (of `message_id`, or any) that any run of file `source` holds (0: none), found
+    once per file."""
+    def compute() -> int:
+        runs = runs_of_source(ctx, source) or [run]
+        return max((m.line for r in runs for m in r.messages
+                    if m.source == source and (message_id is None or m.id == message_id)), default=0)
+    if not ctx.get("runs"):
+        return compute()
+    return once_per_source(ctx, f"last_message_line:{message_id or '*'}", source, compute)

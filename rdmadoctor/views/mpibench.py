@@ -124,7 +124,7 @@ def osu_table_unfinished(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, An
     if banner is None or header is None or not rows or _OSU_NOT_SWEPT.search(banner.fields.get("benchmark") or ""):
         return None
     last = rows[-1]
-    if _last_message_line(run, ctx) > last.line:
+    if bysource.last_message_line(run, ctx, last.source) > last.line:
         return None           # the paste goes on after the table: rows were left out of it, not the test's end
     largest = _osu_largest(run.command.argv if run.command is not None else None)
     size = last.fields.get("bytes")
@@ -133,16 +133,6 @@ def osu_table_unfinished(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, An
     return {"line": last.line, "source": last.source, "quote": last.text, "size": int(size), "largest": largest,
             "benchmark": banner.fields.get("benchmark")}
 
-
-
-def _last_message_line(run: Run, ctx: Dict[str, Any]) -> int:
-    """The line of the last message any run of the run's file holds, found once per file."""
-    def compute() -> int:
-        runs = (bysource.runs_of_source(ctx, run.source) if "runs" in ctx else []) or [run]
-        return max((m.line for r in runs for m in r.messages if m.source == run.source), default=0)
-    if not ctx.get("runs"):
-        return compute()
-    return bysource.once_per_source(ctx, "last_message_line", run.source, compute)
 
 # -- how many nodes ----------------------------------------------------------------------------------------------
 

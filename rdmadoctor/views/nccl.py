@@ -351,20 +351,9 @@ def nccl_tests_unfinished(run: Run, ctx) -> Optional[Dict[str, Any]]:
     if not rows:
         return None
     last = max(rows, key=lambda m: m.line)
-    if _last_summary_line(run, ctx, last.source) > last.line:
+    if bysource.last_message_line(run, ctx, last.source, "NCCL.TEST_SUMMARY") > last.line:
         return None
     return _at(last, size=last.fields.get("size"))
-
-
-def _last_summary_line(run: Run, ctx: Dict[str, Any], source: str) -> int:
-    """The line of the last nccl-tests summary in a file (0: none), found once per file."""
-    def compute() -> int:
-        runs = bysource.runs_of_source(ctx, source) or [run]
-        return max((m.line for r in runs for m in r.messages if m.id == "NCCL.TEST_SUMMARY" and m.source == source),
-                   default=0)
-    if not ctx.get("runs"):
-        return compute()
-    return bysource.once_per_source(ctx, "nccl_tests_summary", source, compute)
 
 
 # -- GPUDirect RDMA ------------------------------------------------------------------------------------------
