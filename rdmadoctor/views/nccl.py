@@ -17,6 +17,7 @@ import ipaddress
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from rdmadoctor.knowledge import devices
 from rdmadoctor.logparse import pasted
 from rdmadoctor.model import Message, Run
 from rdmadoctor.views import bysource
@@ -218,10 +219,9 @@ def nccl_on_roce(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return None
 
 
-# drivers of devices that run iWARP: only iWARP (i40iw, cxgb4, siw), iWARP by default or by choice (irdma on E810 and
-# X722, qedr), and rdma-core's udev name of any iWARP device ("iwp..."); NCCL calls each port of theirs "RoCE", the link
-# layer being Ethernet
-_IWARP_CAPABLE = re.compile(r"\](?P<device>(?:irdma|i40iw|iwp|i?w?_?cxgb4|siw|qedr)[\w.-]*):\d+")
+# a device of a driver that runs iWARP, in NCCL's list of the devices it uses; NCCL calls each port of theirs "RoCE",
+# the link layer being Ethernet
+_IWARP_CAPABLE = re.compile(rf"\](?P<device>{devices.IWARP_CAPABLE_NAME}):\d+")
 
 
 def nccl_iwarp_capable_device(run: Run, ctx) -> Optional[Dict[str, Any]]:

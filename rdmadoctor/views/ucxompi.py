@@ -23,6 +23,8 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
   pasted_memlock_limit       `ulimit -l` / `ulimit -a` output in the paste with a finite locked-memory limit
   verbs_provider_missing      libibverbs in the same paste found a device without its userspace driver
   ompi_help_hosts            the local and peer host (and device) of the Open MPI help text in the run
+  ompi_openib_port_not_ib    the port openib found no connection scheme for is a device whose driver never runs
+                             InfiniBand (iWARP or RoCE only): udcm, which takes InfiniBand ports only, did not apply
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from rdmadoctor.knowledge import devices
 from rdmadoctor.model import Message, Run
 from rdmadoctor.views import bysource
 
@@ -475,12 +478,29 @@ def ompi_help_hosts(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return out
 
 
+def ompi_openib_port_not_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The device of the run's first "No OpenFabrics connection schemes" help text (its "Local device:" line, within
+    the box) has a driver that never runs InfiniBand (knowledge/devices.py). udcm_component_query() refuses any port
+    that is not InfiniBand's (btl_openib_connect_udcm.c, "UD CPC only supported on InfiniBand"), so only rdmacm could
+    have taken it."""
+    box = next((m for m in run.messages if m.id == "OMPI.OPENIB_NO_CPCS"), None)
+    if box is None:
+        return None
+    for m in run.messages:
+        if m.id == "OMPI.HELP_LOCAL_DEVICE" and box.line < m.line <= box.line + 12:
+            device = m.fields.get("device") or ""
+            if devices.has_no_infiniband_port(device):
+                return {"line": m.line, "device": device, "text": m.text}
+            return None
+    return None
+
+
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
                             ucx_tls_without_network, ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
                             ucx_perftest_test_differs, ucx_shown,
                             ompi_btl_without_network, ompi_btl_without_rdma, container_without_ipc_lock,
-                            pasted_memlock_limit, verbs_provider_missing, ompi_help_hosts)
+                            pasted_memlock_limit, verbs_provider_missing, ompi_help_hosts, ompi_openib_port_not_ib)
 }
 
 FIELDS_OF: Dict[str, Tuple[str, ...]] = {
@@ -500,5 +520,6 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "pasted_memlock_limit": ("line", "kb"),
     "verbs_provider_missing": ("line", "text"),
     "ompi_help_hosts": ("line", "local", "peer", "device"),
+    "ompi_openib_port_not_ib": ("line", "device", "text"),
 }
 
