@@ -427,6 +427,14 @@ SCENARIOS: List[Scenario] = [
               "the destroyed QP never complete, so its row shows 0 iterations. The host is healthy: check has "
               "nothing to find."),
 
+    Scenario(
+        "client-killed-mid-run", "The client is SIGKILLed 5 s into a 20 s run (-D 20)",
+        faulty="h2", fault="timeout -s KILL 5 around the client (a job step's time limit, the OOM killer, ^C twice)",
+        server=_srv("%s -D 20" % WB), client=_cli("timeout -s KILL 5 %s -D 20" % WB), client_timeout=45,
+        server_grace=30, expect_explain="peer-process-exited", pairs=("bookworm",),
+        server_lines=(BANNER,), client_lines=("Killed",),
+        notes="The mirror of server-killed-mid-run: what the server prints when its client dies in the middle of "
+              "the run."),
     # ---- 9. port, link, modules -------------------------------------------------------------------
     Scenario(
         "netdev-down-server", "eth0 down on the server host: rxe0 port DOWN",
