@@ -48,6 +48,9 @@ WAYS: Dict[str, Callable[[str], str]] = {
     "docker compose logs": _each_line("worker-1  | "),
     "kubectl logs --prefix": _each_line("[pod/trainer-0/main] "),
     "quoted srun --label": _each_line("> 0: "),
+    "cat -n": lambda text: "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(text.split("\n"), 1)),
+    "an editor's gutter, copied with the text": lambda text: "\n".join(
+        f"{i:5d}  {line}" for i, line in enumerate(text.split("\n"), 1)),
     "html source": lambda text: html.escape(text),
 }
 
@@ -112,6 +115,9 @@ def _lines(data: bytes) -> List[str]:
     " 65536      5000           11690.01            11689.92\t\t   0.187039\n",
     "[  12.345678] mlx5_core 0000:3b:00.0: firmware version: 16.35.2000\n"
     "[  12.456789] mlx5_core 0000:3b:00.0: Port module event: module 0, Cable plugged\n",
+    # an OSU table's sizes (1, 2, 4 ...): numbers first, but they do not count up by one
+    "1                       2.91\n2                       2.93\n4                       2.95\n"
+    "8                       2.97\n16                      3.02\n",
 ])
 def test_lines_that_only_look_decorated_keep_their_start(text):
     assert decorations.detect(text.encode()) is None

@@ -13,13 +13,15 @@ printed them (their patterns hold at a line's start):
     node01: ...                              pdsh's and clush's host
     worker-1  | ...                          docker compose's service column
     [pod/trainer-0/main] ...                 kubectl logs --prefix
+       12  ...   12 | ...                    line numbers: `cat -n`, a pastebin's or an editor's gutter
         ...                                  a Markdown code block's indentation (what all the lines share)
 
-A decoration is taken off only when it starts most of the first lines (SHARE of them, at least two), and a label
+A decoration is taken off only when it starts most of the first lines (SHARE of them, at least two), a label
 (a task number, a service name) only when the lines repeat it: a listing that numbers its lines (`rdma dev`,
-`ip -o addr`) gives each line a label of its own and keeps it. Layers (a quoted srun paste) are found one after
-the other. Messages are found anywhere in a line, so the decorations only ever hid structure. Every repetition in the
-patterns is bounded: they run at every line's start of a huge log, whatever its lines hold.
+`ip -o addr`) gives each line a label of its own and keeps it; and line numbers only when they count up by one from
+line to line (a result table's first column, message sizes, doubles or repeats). Layers (a quoted srun paste) are
+found one after the other. Messages are found anywhere in a line, so the decorations only ever hid structure. Every
+repetition in the patterns is bounded: they run at every line's start of a huge log, whatever its lines hold.
 """
 from __future__ import annotations
 
@@ -72,7 +74,11 @@ DECORATIONS = (
                                   rb"[A-Za-z][\w-]{0,31}(?:\.[\w-]{1,31}){1,6}): ")),
     Decoration("compose", re.compile(rb"(?P<label>[A-Za-z][\w.-]{0,63})[ \t]{1,32}\|[ \t]")),
     Decoration("kubectl", re.compile(rb"\[pod/[^\]\s]{1,253}\][ \t]")),
+    # (a tab, two blanks or a bar after the number: "N: " is a listing's own numbering, `rdma dev`'s "0: mlx5_0: ...",
+    # and one blank starts a result row's next number)
+    Decoration("line-numbers", re.compile(rb"[ \t]{0,8}(?P<number>\d{1,7})(?:\t|[ ]{2}|[ ]?\|[ ]?)")),
 )
+COUNTING = 0.8          # of the steps from one numbered line to the next that must be +1
 
 
 def _best(lines: List[bytes]) -> Optional["re.Pattern[bytes]"]:
@@ -86,12 +92,20 @@ def _best(lines: List[bytes]) -> Optional["re.Pattern[bytes]"]:
             continue
         if "label" in decoration.regex.groupindex and len({m.group("label") for m in found}) > len(found) // 2:
             continue
+        if "number" in decoration.regex.groupindex and not _counts_up([int(m.group("number")) for m in found]):
+            continue
         cover = sum(m.end() for m in found)
         if cover > best_cover:
             best, best_cover = decoration.regex, cover
             if "blank" in best.groupindex:
                 best = re.compile(best.pattern.replace(_BLANK, b" " if all(m.group("blank") for m in found) else b""))
     return best
+
+
+def _counts_up(numbers: List[int]) -> bool:
+    """The numbers go up by one from each to the next, nearly always (a line the copy left out skips one)."""
+    steps = [b - a for a, b in zip(numbers, numbers[1:])]
+    return bool(steps) and all(step > 0 for step in steps) and steps.count(1) >= COUNTING * len(steps)
 
 
 def _common_indent(lines: List[bytes]) -> bytes:
