@@ -278,9 +278,6 @@ KNOWN_MISSES = {
     "ompi-users-3077-system-call-fork-ofed11": (
         "openib's LOCAL LENGTH ERROR alone: that the program called system() on OFED 1.1 is the thread's, not the "
         "paste's; fork-unsafe is among the candidates"),
-    "ompi-users-4346-thread-multiple-local-protocol-error": (
-        "a mail quote whose openib error lines are hard-wrapped mid-sentence ('error \\n> polling LP CQ'): no message "
-        "is whole on one line, and THREAD_MULTIPLE in Open MPI 1.2 (the thread's cause) is not in the paste"),
     "ompi-users-7812-sge-memlock-32k": (
         "the 32 KB memlock warning and openib's device-init warning name memlock-limit, as a warning: whether the "
         "hello world then failed (the label) or ran over TCP is not in the paste"),

@@ -124,16 +124,22 @@ def detect(sample: bytes) -> Optional["re.Pattern[bytes]"]:
     # (a decoration is short: a line's first bytes tell, however long the line is)
     lines = [line[:LINE_START] for line in sample.split(b"\n", SAMPLE_LINES)[:SAMPLE_LINES] if line.strip()]
     layers: List[bytes] = []
+    indented = False
     for _ in range(MAX_LAYERS):
         decoration = _best(lines)
         if decoration is None:
-            break
+            # a code block's indentation, and what it holds: a mail quote indented in a Markdown comment
+            indent = b"" if indented else _common_indent(lines)
+            if not indent:
+                break
+            decoration, indented = re.compile(re.escape(indent)), True
         layers.append(decoration.pattern)
         lines = [line[m.end():] if m else line for line, m in zip(lines, map(decoration.match, lines))]
         lines = [line for line in lines if line.strip()]
-    indent = _common_indent(lines)
-    if indent:
-        layers.append(re.escape(indent))
+    if not indented:
+        indent = _common_indent(lines)
+        if indent:
+            layers.append(re.escape(indent))
     if not layers:
         return None
     if len(layers) == 1:

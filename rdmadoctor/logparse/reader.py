@@ -14,7 +14,7 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import BinaryIO, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from rdmadoctor.logparse import decorations
+from rdmadoctor.logparse import decorations, wrapped
 from rdmadoctor.model import KeptLines, SourceText
 
 BLOCK = 1 << 20                 # bytes read at a time
@@ -61,6 +61,14 @@ _EMPHASIS_ENDS = (b"_\n", b"*\n", b"`\n", b"_ \n", b"* \n", b"` \n")
 # or a bracket and closes before one or a punctuation mark, with no `*` between; a C signature's `**kwargs` and a
 # test runner's `.....***Failed` have no such pair.
 _BOLD_BYTES = re.compile(rb"(?m)(^|[ \t(\[])\*\*(?=[^\s*])([^*\n]*?[^\s*])\*\*(?=[ \t,.;:)\]]|$)")
+
+
+def _rejoined(lines: bytes) -> bytes:
+    """The lines a mail client or a narrow terminal wrapped, joined where a message reads across the break
+    (logparse/wrapped.py); looked for, as Markdown is, in the lines within an input's first BLOCK bytes: a mail
+    quote or a terminal copy is that small."""
+    width = wrapped.width(lines)
+    return wrapped.rejoin(lines, width) if width else lines
 
 
 def _unemphasise(raw: bytes) -> bytes:
@@ -271,8 +279,9 @@ class SourceReader:
     # -- cleaning ----------------------------------------------------------------------------------------------
     def _clean(self, raw: bytes, seen: int, continued: bool) -> bytes:
         """The block as printable text, without its lines' decorations; `seen`: the input's bytes before it;
-        `continued`: it starts inside a line. Markdown is looked for in the lines that end within the input's first
-        BLOCK bytes, however the input comes in blocks (a decompressor hands out smaller ones than a file)."""
+        `continued`: it starts inside a line. Markdown and wrapped lines are looked for in the lines that end within the
+        input's first BLOCK bytes, however the input comes in blocks (a decompressor hands out smaller ones than a
+        file)."""
         if seen >= BLOCK:
             return self._undecorate(self._printable(raw), continued)
         end = raw.rfind(b"\n", 0, BLOCK - seen) + 1
@@ -282,7 +291,7 @@ class SourceReader:
             end = cr + 1 if cr >= 0 and raw[cr + 1:cr + 2] != b"\n" else 0
         if end == 0:
             return self._undecorate(self._printable(raw), continued)
-        return (_unemphasise(self._undecorate(self._printable(raw[:end]), continued))
+        return (_rejoined(_unemphasise(self._undecorate(self._printable(raw[:end]), continued)))
                 + self._undecorate(self._printable(raw[end:]), False))
 
     def _undecorate(self, data: bytes, continued: bool) -> bytes:

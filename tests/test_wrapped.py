@@ -1,0 +1,71 @@
+"""logparse/wrapped.py: lines a mail client or a narrow terminal broke are joined where a message reads across the
+break, and nowhere else; every line keeps its number."""
+from __future__ import annotations
+
+import io
+import textwrap
+
+from rdmadoctor.engine import diagnose
+from rdmadoctor.logparse import reader, wrapped
+from rdmadoctor.logparse.streams import parse_streams
+
+# NCCL's lines as net_ib.cc and init.cc print them (a job's last lines before it failed)
+NCCL = ("node1:1234:1300 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 192.0.2.2<59402> "
+        "with error 12, opcode 0, len 0, vendor err 129 (Recv)\n"
+        "node1:1234:1300 [0] NCCL INFO transport/net_ib.cc:1707 -> 6\n"
+        "node1:1234:1234 [0] NCCL INFO init.cc:1554 -> 6\n")
+
+
+def _lines(text: str):
+    return [line for _, line in reader.SourceReader("paste", io.BytesIO(text.encode())).lines()]
+
+
+def _verdict(text: str):
+    return diagnose.explain(parse_streams([("paste", io.BytesIO(text.encode()))])).verdict
+
+
+def _wrapped(text: str, width: int, quote: str = "") -> str:
+    return "".join(quote + piece + "\n" for line in text.splitlines()
+                   for piece in (textwrap.wrap(line, width, break_on_hyphens=False) or [""]))
+
+
+def test_a_mail_quote_wrapped_at_72_reads_as_printed():
+    as_printed = _verdict(NCCL)
+    assert as_printed.rule is not None and as_printed.status != "ok"
+    quoted = _wrapped(NCCL, 72, "> ")
+    assert len(quoted.splitlines()) > len(NCCL.splitlines())          # the error line was broken
+    got = _verdict(quoted)
+    assert (got.status, got.cause, got.rule, got.candidates) == \
+        (as_printed.status, as_printed.cause, as_printed.rule, as_printed.candidates)
+
+
+def test_joined_lines_keep_every_later_line_at_its_number():
+    text = _wrapped(NCCL, 72)
+    lines = _lines(text)
+    assert len(lines) == len(text.splitlines())
+    assert lines[0].startswith("node1:1234:1300 [0] transport/net_ib.cc:1696 NCCL WARN") and "(Recv)" in lines[0]
+    assert all(line == "" for line in lines[1:3])                     # the pieces it took in
+    assert lines[3:] == text.splitlines()[3:]
+
+
+def test_a_terminal_that_cut_lines_at_its_width_inside_words():
+    cut = "".join(line[i:i + 80] + "\n" for line in NCCL.splitlines() for i in range(0, len(line), 80))
+    assert _verdict(cut).rule == _verdict(NCCL).rule
+    assert "with error 12, opcode 0" in _lines(cut)[0]
+
+
+def test_lines_a_program_printed_apart_stay_apart():
+    # two lines of the same NCCL process, each whole: the second starts as the first does
+    text = ("node1:454:587 [0] include/socket.h:196 WARN Connection closed by remote peer\n"
+            "node1:454:587 [0] INFO transport/net_socket.cu:149 -> 2\n")
+    assert _lines(text) == text.splitlines()
+    # a kernel stack whose frames each match on their own line
+    frames = ("Call Trace:\n ? kmem_cache_alloc_trace+0x219/0x230\n ib_security_modify_qp+0x244/0x3b0 [ib_core]\n"
+              " _ib_modify_qp+0x1ad/0x3a0 [ib_core]\n ipoib_init_qp+0x7b/0x1a0 [ib_ipoib]\n")
+    assert _lines(frames) == frames.splitlines()
+
+
+def test_an_input_wider_than_a_mail_or_a_terminal_is_not_looked_at():
+    assert wrapped.width(b"x" * 150 + b"\n" + b"y" * 90 + b"\n") is None
+    assert wrapped.width(b"short\nlines\n") is None
+    assert wrapped.width(b"z" * 76 + b"\nrest\n") == 76
