@@ -69,3 +69,21 @@ def test_an_input_wider_than_a_mail_or_a_terminal_is_not_looked_at():
     assert wrapped.width(b"x" * 150 + b"\n" + b"y" * 90 + b"\n") is None
     assert wrapped.width(b"short\nlines\n") is None
     assert wrapped.width(b"z" * 76 + b"\nrest\n") == 76
+
+
+def test_the_searches_an_input_spends_are_bounded(monkeypatch):
+    # 80-column lines of the catalogue's words, each line broken at the width: every break is a candidate
+    words = "error failed port device completion status rdma cannot connect timeout memory register modify".split()
+    lines = [(" ".join(words[i % len(words):] + words) * 2)[:80] for i in range(5000)]
+    data = "".join(line + "\n" for line in lines).encode()
+    searches = []
+    search = wrapped._search
+
+    def counted(text):
+        searches.append(text)
+        return search(text)
+
+    monkeypatch.setattr(wrapped, "_search", counted)
+    out = wrapped.rejoin(data, wrapped.width(data))
+    assert 0 < len(searches) <= wrapped.SEARCHES
+    assert out.count(b"\n") == data.count(b"\n")
