@@ -331,7 +331,8 @@ def _rdma_netem(netlink: Dict[str, Any], ports: List[Dict[str, Any]]) -> Optiona
             does.append("loses packets by a loss model")
         if "delay_ms" in effects:
             jitter = f" ± {_number(effects['jitter_ms'])} ms" if "jitter_ms" in effects else ""
-            does.append(f"delays each by {_number(effects['delay_ms'])} ms{jitter}")
+            # "loses 5% of packets, delays each by 300 ms"; alone: "delays each packet by 300 ms"
+            does.append(f"delays each {'' if does else 'packet '}by {_number(effects['delay_ms'])} ms{jitter}")
         if "rate_bytes_per_s" in effects:
             does.append(f"limits the rate to {effects['rate_bytes_per_s'] * 8 / 1e6:g} Mbit/s")
         if not does:

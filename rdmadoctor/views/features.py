@@ -14,7 +14,7 @@ from rdmadoctor.logparse import catalog
 from rdmadoctor.model import Run
 from rdmadoctor.knowledge.perftest import TOOLS as PERFTEST_TOOLS, UINT32, UNIT_TO_GBPS
 from rdmadoctor.views.params import real_rows
-from rdmadoctor.views import bysource, completions, prompt
+from rdmadoctor.views import bysource, completions, prompt, sidechannel
 from rdmadoctor.views.completions import completion
 
 _PRINTABLE = set(string.hexdigits + ":")
@@ -217,6 +217,7 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
 }
 FEATURES.update(completions.FEATURES)
 FEATURES.update(prompt.FEATURES)
+FEATURES.update(sidechannel.FEATURES)
 
 
 # The names inside a feature that is a record, for templates ({run.garbage_row.ascii}).
@@ -225,6 +226,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "completion": completions.COMPLETION_FIELDS,
     "bw_row": ("line", "kind", "size", "iterations", "values", "unit"),
     "generation": ("low", "high", "clues", "known", "consistent"),
+    **sidechannel.FIELDS_OF,
 }
 
 from rdmadoctor.views import nccl as _nccl; FEATURES.update(_nccl.FEATURES); FIELDS_OF.update(_nccl.FIELDS_OF)  # noqa: E402,E702

@@ -19,6 +19,9 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   pingpong_port_differs / pingpong_size_differs  the other side's ibv_*_pingpong run of the same program in the
                       input when its side-channel port (-p) or message size (-s) differs from this run's, either given
                       or the program's default
+  pingpong_target_not_server  for a client that could not connect to an IPv4 address: the input's ibv_*_pingpong
+                      server printed the RoCE GID of another IPv4 address (::ffff:a.b.c.d: its RDMA netdev's)
+  pingpong_listen_port  the port an ibv_*_pingpong server could not listen on
   device_opened_elsewhere for a run that found no device of its -d name: another run of the input that named the
                       same device and opened it (printed its local address), so the name itself is right
   rping_stalled       an rping client stopped by hand (^C) that completed no ping (no "ping data" line with -v,
@@ -205,6 +208,33 @@ def _pingpong_peers(run: Run, ctx: Dict[str, Any]) -> List[Run]:
     return [r for r in _input_runs(run, ctx) if _is_pingpong(r) and r.side not in (run.side, "unknown")]
 
 
+def pingpong_target_not_server(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The IPv4 address a pingpong client could not connect to, when the input's pingpong server printed a RoCE GID of
+    another IPv4 address (an IPv4 address's GID is ::ffff:<that address>: the server's address on its RDMA netdev)."""
+    failed = next((m for m in run.messages if m.id == "VERBS.EX_TCP_CONNECT_FAILED"), None)
+    if failed is None or run.side != "client":
+        return None
+    try:
+        target = ipaddress.IPv4Address(str(failed.fields.get("peer", "")))
+    except ValueError:
+        return None         # (a host name: what it resolved to is not in the paste)
+    for other in _pingpong_peers(run, ctx):
+        local = features.feature(other, "pingpong_local_gid", ctx)
+        if other.side != "server" or local is None or local["family"] != "ipv4":
+            continue
+        mapped = ipaddress.IPv6Address(local["gid"]).ipv4_mapped
+        if mapped is not None and mapped != target:
+            return {"target": str(target), "server_address": str(mapped), "line": local["line"],
+                    "source": other.source, "quote": f"server's GID {local['gid']}; the client connected to {target}"}
+    return None
+
+def pingpong_listen_port(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
+    """The port an ibv_*_pingpong server could not listen on ("Couldn't listen to port N")."""
+    for m in run.messages:
+        if m.id == "VERBS.EX_LISTEN_FAILED" and str(m.fields.get("port", "")).isdigit():
+            return int(m.fields["port"])
+    return None
+
 def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The other side's GID when it is of the other type than this run's (an IPv4 address's RoCE v2 GID, or IPv6)."""
     local = features.feature(run, "pingpong_local_gid", ctx)
@@ -342,6 +372,7 @@ def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any
 FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
                                     pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
                                     pingpong_peer_gid_type, pingpong_port_differs, pingpong_size_differs,
+                                    pingpong_target_not_server, pingpong_listen_port,
                                     device_opened_elsewhere, rping_stalled, cmatose_step,
                                     cmatose_stalled_at, devices_listed_none)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
@@ -349,6 +380,7 @@ FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid"
              "pingpong_peer_gid_type": ("gid", "family", "own_gid", "own_family", "line", "source", "quote"),
              "pingpong_port_differs": ("value", "peer_value", "line", "source", "quote"),
              "pingpong_size_differs": ("value", "peer_value", "line", "source", "quote"),
+             "pingpong_target_not_server": ("target", "server_address", "line", "source", "quote"),
              "device_opened_elsewhere": ("device", "line", "source", "quote"),
              "devices_listed_none": ("line", "quote")}
 

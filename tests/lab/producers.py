@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from .scenarios import BY_NAME as SCENARIOS, PAIR_ORDER, PAIRS, SERVER_IP, Side, Step
+from .scenarios import BY_NAME as SCENARIOS, PAIR_ORDER, PAIRS, SERVER_IP, WRONG_IP, Side, Step
 
 HEALTHY = "healthy"
 UNLIMITED = -1    # memlock_kib: RLIM_INFINITY
@@ -308,6 +308,12 @@ def _runs() -> List[ProducerRun]:
         R(IBV_RC, "device-permission-denied-server", "device-permission-denied",
           notes="The server, run by user lab, cannot open /dev/infiniband/uverbs0 (root-only): 'Couldn't get context "
                 "for rxe0' under a prompt that is not root's."),
+        R(IBV_RC, "firewall-drop-tcp-18515", "firewall-blocks-port", alternatives=("wrong-peer-address",),
+          client_timeout=30, pairs=("bookworm",)),
+        R(IBV_RC, "wrong-address-tcp", "wrong-peer-address", alternatives=("firewall-blocks-port",),
+          client="ibv_rc_pingpong -d rxe0 -g 1 -n 100 %s" % WRONG_IP, client_timeout=30, pairs=("bookworm",),
+          notes="The server printed its GID, ::ffff:192.0.2.1 (its RDMA netdev's address); the client aimed at "
+                "192.0.2.3, which nobody has."),
     ]
     # rdma_cm programs: no device or GID option (rdma_cm picks them from the address)
     for prod in (RPING, UCMATOSE):
@@ -325,6 +331,15 @@ def _runs() -> List[ProducerRun]:
             R(prod, "ib-uverbs-not-loaded-server", **no_device),
             R(prod, "server-not-running", "server-not-running", no_server=True),
         ]
+    runs += [
+        R(RPING, "wrong-address-rdma-cm", "unknown", fault="wrong-peer-address",
+          alternatives=("wrong-peer-address", "rdma-cm-address-not-on-rdma-netdev"),
+          client="rping -c -a %s -v -C 10" % WRONG_IP, client_timeout=40, pairs=("bookworm",),
+          notes="rdma_resolve_addr() gets no ARP answer for 192.0.2.3 (ADDR_ERROR, -110): a wrong address and a peer "
+                "whose interface is down print the same."),
+        R(RPING, "port-mismatch-client", "option-mismatch", client_args="-p 7175", client_timeout=20,
+          pairs=("bookworm",), notes="The client connects to 7175, the server listens on rping's default 7174."),
+    ]
     # UCX
     runs += [
         R(UCX_RC, HEALTHY, "none"),
@@ -337,6 +352,13 @@ def _runs() -> List[ProducerRun]:
         R(UCX_RC, "wrong-device-name-client", "wrong-device-name", client_env=(("UCX_NET_DEVICES", "rxe1:1"),)),
         R(UCX_RC, "ib-uverbs-not-loaded-server", **no_device),
         R(UCX_RC, "server-not-running", "server-not-running", no_server=True),
+        R(UCX_RC, "port-mismatch-client", "option-mismatch", client_args="-p 13338", client_timeout=30,
+          pairs=("bookworm",), notes="The client connects to 13338, the server listens on the default 13337."),
+        R(UCX_RC, "wrong-address-tcp", "unknown", fault="wrong-peer-address",
+          alternatives=("wrong-peer-address", "firewall-blocks-port"), client=UCX_CLIENT.format(server=WRONG_IP),
+          client_timeout=40, pairs=("bookworm",),
+          notes="connect() ends in 'No route to host' (no ARP answer): a firewall's host-prohibited reject ends "
+                "the same."),
         R(UCX_RC_DEFAULTS, HEALTHY, "unknown", fault="library-bug",
           alternatives=("wrong-gid-index", "firewall-blocks-port", "packet-loss"),
           notes="The logs are those of lost UD packets (the same as with UDP 4791 dropped): nothing in them says "
@@ -370,6 +392,10 @@ def _runs() -> List[ProducerRun]:
           notes="rxm cannot set up the connection's buffers and rejects it (EBUSY); the client retries; neither "
                 "side names memory."),
         R(FI_RDM_DEFAULTS, HEALTHY, "device-limit-exceeded"),
+        R(FI_MSG, "wrong-address-tcp", "unknown", fault="wrong-peer-address",
+          alternatives=("wrong-peer-address", "firewall-blocks-port"),
+          client=FI_MSG.client.format(server=WRONG_IP), client_timeout=40, pairs=("bookworm",),
+          notes="The control connection's connect() ends in 'No route to host' (no ARP answer for 192.0.2.3)."),
     ]
     # Open MPI: one command on h1; the faults of the "server" host land on rank 0 and the launcher
     mpi_ucx = MPI.client.replace("-x UCX_NET_DEVICES=rxe0:1", "%s")
@@ -443,6 +469,8 @@ LINES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
                                            ("Failed status remote operation error (11)",)),
     "device-permission-denied-server/ibv_rc_pingpong": (("lab@h1:~$ ibv_rc_pingpong", "Couldn't get context for rxe0"),
                                                         (CONNECT_FAILED,)),
+    "firewall-drop-tcp-18515/ibv_rc_pingpong": (("local address:",), (CONNECT_FAILED,)),
+    "wrong-address-tcp/ibv_rc_pingpong": (("GID ::ffff:192.0.2.1",), ("Couldn't connect to 192.0.2.3:18515",)),
     # the client's "client DISCONNECT EVENT..." comes from its cm thread, which main() may stop first (rping.c: the
     # thread returns when its eventfd is written, before it reads a pending event): its last ping is certain
     "healthy/rping": (("server DISCONNECT EVENT...",), ("ping data: rdma-ping-9",)),
@@ -456,6 +484,8 @@ LINES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     # rping's cm thread calls exit() as soon as its event handler fails (librdmacm/examples/rping.c, cm_thread), racing
     # the main thread's "wait for CONNECTED state 4" and "connect error -1": only the event line is certain
     "server-not-running/rping": ((), ("cma event RDMA_CM_EVENT_REJECTED, error 8",)),
+    "wrong-address-rdma-cm/rping": ((), ("cma event RDMA_CM_EVENT_ADDR_ERROR, error -110",)),
+    "port-mismatch-client/rping": ((), ("cma event RDMA_CM_EVENT_REJECTED, error 8",)),
     "healthy/ucmatose": (("test complete", "return status 0"), ("test complete", "return status 0")),
     "mtu-netdev-mismatch/ucmatose": (("completing sends",), ("receiving data transfers\n^C",)),
     "firewall-drop-udp-4791/ucmatose": (("cmatose: starting server\n^C",), ("cmatose: connecting\n^C",)),
@@ -472,6 +502,8 @@ LINES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "wrong-device-name-client/ucx_perftest-rc": ((UCX_ACCEPTED,), (UCX_NO_RXE1, UCX_UNREACHABLE)),
     "ib-uverbs-not-loaded-server/ucx_perftest-rc": ((UCX_NO_RXE0,), ()),
     "server-not-running/ucx_perftest-rc": ((), (UCX_REFUSED,)),
+    "port-mismatch-client/ucx_perftest-rc": (("Waiting for connection...",), (UCX_REFUSED,)),
+    "wrong-address-tcp/ucx_perftest-rc": (("Waiting for connection...",), ("connect() failed: No route to host",)),
     "healthy/ucx_perftest-rc-dgid-check": ((UD_TIMEOUT,), (UD_TIMEOUT,)),
     "healthy/ucx_perftest-ud": ((UCX_ACCEPTED,), (UCX_FINAL,)),
     "gid-index-empty-client/ucx_perftest-ud": ((UCX_ACCEPTED,), (UCX_NO_RXE0,)),
@@ -486,6 +518,7 @@ LINES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "wrong-device-name-client/fi_pingpong-msg": ((INTERRUPTED,), (FI_NO_DEVICE,)),
     "ib-uverbs-not-loaded-server/fi_pingpong-msg": ((FI_NO_DEVICE,), (FI_CTRL_CLOSED,)),
     "server-not-running/fi_pingpong-msg": ((), ("failed to connect: Connection refused",)),
+    "wrong-address-tcp/fi_pingpong-msg": ((), ("failed to connect: No route to host",)),
     "healthy/fi_pingpong-rdm": ((FI_TABLE,), (FI_TABLE,)),
     "mtu-netdev-mismatch/fi_pingpong-rdm": ((FI_FLUSHED,), (INTERRUPTED,)),
     "firewall-drop-udp-4791/fi_pingpong-rdm": ((INTERRUPTED,), (INTERRUPTED,)),
