@@ -14,6 +14,10 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
   ucx_env_typos              names in "unused environment variable" warnings that UCX never reads (misspelt)
   ucx_selection_typo         such a name whose closest real name chooses devices, transports, GIDs, timeouts
   ucx_tls_without_network    UCX_TLS as shown lists no transport that reaches another host
+  ucx_tls_rc_without_ud      UCX_TLS as shown names rc_verbs, rc_mlx5 or dc_mlx5 and nothing that brings UD, the
+                             auxiliary transport their endpoints are connected over
+  ucx_devices_without_tls    UCX_NET_DEVICES as shown names only network interfaces (TCP's devices) and UCX_TLS
+                             allows no TCP
   ucx_tls_without_gpu        UCX_TLS as shown lists no GPU transport (cuda_*, rocm_*, ze_*): UCX then opens no GPU
                              memory domain and takes GPU memory for host memory
   ompi_btl_without_network   OMPI_MCA_btl as shown lists no BTL that reaches another host
@@ -396,6 +400,33 @@ def ucx_tls_without_network(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return _allow_list_without(run, "UCX_TLS", lambda v: v.lstrip("^\\") in UCX_NETWORK_TLS)
 
 
+# UCX_TLS names that bring a UD transport: UD itself, and the aliases that add it as the auxiliary transport RC and
+# DC connect their endpoints over (src/ucp/core/ucp_context.c ucp_tl_aliases: "rc_v" is rc_verbs + ud_verbs:aux ...)
+_UCX_BRINGS_UD = frozenset("all ib ud ud_v ud_x ud_verbs ud_mlx5 rc rc_v rc_x dc dc_x".split())
+_UCX_NEEDS_AUX = frozenset("rc_verbs rc_mlx5 dc_mlx5".split())
+
+
+def ucx_tls_rc_without_ud(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_TLS names RC or DC by their transport names (rc_verbs, rc_mlx5, dc_mlx5) and nothing that brings UD, the
+    auxiliary transport their endpoints are connected over."""
+    found = _allow_list_without(run, "UCX_TLS", lambda v: v.lstrip("\\") in _UCX_BRINGS_UD)
+    _, values = _list_setting(run, "UCX_TLS")
+    if found is None or not any(v.lstrip("\\") in _UCX_NEEDS_AUX for v in values or ()):
+        return None
+    return found
+
+
+def ucx_devices_without_tls(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names only network interfaces (eth0: TCP's devices; an RDMA device is named with its port,
+    mlx5_0:1) while UCX_TLS allows no TCP: no transport of those allowed has a device UCX may use."""
+    shown, devices = _list_setting(run, "UCX_NET_DEVICES")
+    if shown is None or not devices or devices[0].startswith("^") or any(":" in d or d == "all" for d in devices):
+        return None
+    if _allow_list_without(run, "UCX_TLS", lambda v: v.lstrip("\\") in ("tcp", "all")) is None:
+        return None
+    return {"line": shown.line, "value": shown.value, "tls": run.settings["UCX_TLS"].value}
+
+
 def ucx_tls_without_gpu(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """UCX_TLS lists transports and none of them a GPU's: UCX opens no GPU memory domain."""
     return _allow_list_without(run, "UCX_TLS", lambda v: _UCX_GPU_TLS.match(v.lstrip("\\")) is not None)
@@ -497,7 +528,8 @@ def ompi_openib_port_not_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
 
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
-                            ucx_tls_without_network, ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
+                            ucx_tls_without_network, ucx_tls_rc_without_ud, ucx_devices_without_tls,
+                            ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
                             ucx_perftest_test_differs, ucx_shown,
                             ompi_btl_without_network, ompi_btl_without_rdma, container_without_ipc_lock,
                             pasted_memlock_limit, verbs_provider_missing, ompi_help_hosts, ompi_openib_port_not_ib)
@@ -514,6 +546,8 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_selection_typo": ("line", "names", "text", "suggestion"),
     "ucx_tls_without_network": ("line", "value"),
     "ucx_tls_without_gpu": ("line", "value"),
+    "ucx_tls_rc_without_ud": ("line", "value"),
+    "ucx_devices_without_tls": ("line", "value", "tls"),
     "ompi_btl_without_network": ("line", "value"),
     "ompi_btl_without_rdma": ("line", "value"),
     "container_without_ipc_lock": ("line", "command"),
