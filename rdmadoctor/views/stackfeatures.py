@@ -16,12 +16,11 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
   pingpong_peer_gid_type  for a run that printed a usable GID: the other side's ibv_*_pingpong run of the input when
                       its GID is of the other type (one an IPv4 address's RoCE v2 GID, ::ffff:a.b.c.d, the other an
                       IPv6 one, link-local or not): RoCE connects two GIDs of one type only
-  pingpong_port_differs / pingpong_size_differs  the other side's ibv_*_pingpong run of the same program in the
-                      input when its side-channel port (-p) or message size (-s) differs from this run's, either given
-                      or the program's default
+  pingpong_size_differs  the other side's ibv_*_pingpong run of the same program in the input when its message
+                      size (-s) differs from this run's, either given or the program's default (its -p:
+                      views/sidechannel.py)
   pingpong_target_not_server  for a client that could not connect to an IPv4 address: the input's ibv_*_pingpong
                       server printed the RoCE GID of another IPv4 address (::ffff:a.b.c.d: its RDMA netdev's)
-  pingpong_listen_port  the port an ibv_*_pingpong server could not listen on
   device_opened_elsewhere for a run that found no device of its -d name: another run of the input that named the
                       same device and opened it (printed its local address), so the name itself is right
   rping_stalled       an rping client stopped by hand (^C) that completed no ping (no "ping data" line with -v,
@@ -42,6 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rdmadoctor.model import Run
 from rdmadoctor.views import bysource, features
+from rdmadoctor.views.sidechannel import shown_option
 
 # perftest's options that put the buffers in accelerator memory (knowledge/perftest.py names them)
 GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "use_rocm_dmabuf", "use_neuron",
@@ -228,12 +228,6 @@ def pingpong_target_not_server(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[s
                     "source": other.source, "quote": f"server's GID {local['gid']}; the client connected to {target}"}
     return None
 
-def pingpong_listen_port(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
-    """The port an ibv_*_pingpong server could not listen on ("Couldn't listen to port N")."""
-    for m in run.messages:
-        if m.id == "VERBS.EX_LISTEN_FAILED" and str(m.fields.get("port", "")).isdigit():
-            return int(m.fields["port"])
-    return None
 
 def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The other side's GID when it is of the other type than this run's (an IPv4 address's RoCE v2 GID, or IPv6)."""
@@ -253,51 +247,36 @@ def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, 
     return None
 
 
-# what rdma-core's examples use when -p or -s is not given (libibverbs/examples/*_pingpong.c main())
-_PINGPONG_DEFAULTS = {"port": 18515, "size": 4096}
-_PINGPONG_SIZE_DEFAULT = {"ibv_ud_pingpong": 1024}
-_PINGPONG_OPTIONS = {"port": ("-p", "--port"), "size": ("-s", "--size")}
+# what rdma-core's examples use when -s is not given (libibverbs/examples/*_pingpong.c main()); their -p is
+# views/sidechannel.py's
+_PINGPONG_SIZE_DEFAULT = 4096
+_PINGPONG_SIZE_DEFAULTS = {"ibv_ud_pingpong": 1024}
+_PINGPONG_SIZE_OPTIONS = ("-s", "--size")
 
 
-def _pingpong_value(run: Run, name: str) -> Optional[Tuple[int, bool]]:
-    """(value, given on the command line) of a pingpong run's -p or -s; None when the value cannot be read."""
-    options = _PINGPONG_OPTIONS[name]
-    value = _pingpong_option(run, options, 0)
+def _pingpong_size(run: Run) -> Optional[Tuple[int, bool]]:
+    """(size, given on the command line) of a pingpong run's -s; None when the value cannot be read."""
+    value = _pingpong_option(run, _PINGPONG_SIZE_OPTIONS, 0)
     if value is not None:
         return value, True
-    if run.command is None or not _is_pingpong(run) or any(o in run.command.options for o in options):
+    if run.command is None or not _is_pingpong(run) or any(o in run.command.options for o in _PINGPONG_SIZE_OPTIONS):
         return None         # (not such a run, or a value that is no number)
-    default = _PINGPONG_SIZE_DEFAULT.get(run.command.tool or "") if name == "size" else None
-    return (default or _PINGPONG_DEFAULTS[name]), False
-
-
-def _pingpong_differs(run: Run, ctx: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
-    mine = _pingpong_value(run, name)
-    if mine is None or run.command is None:
-        return None
-    for other in _pingpong_peers(run, ctx):
-        theirs = _pingpong_value(other, name)
-        if theirs is None or other.command is None or other.command.tool != run.command.tool:
-            continue
-        if theirs[0] != mine[0]:
-            option = _PINGPONG_OPTIONS[name][0]
-            return {"value": mine[0], "peer_value": theirs[0], "line": other.command.line, "source": other.source,
-                    "quote": f"{other.side}: {_shown(option, theirs)}; {run.side}: {_shown(option, mine)}"}
-    return None
-
-
-def _shown(option: str, value: Tuple[int, bool]) -> str:
-    return f"{option} {value[0]}" if value[1] else f"{value[0]} (no {option}: the default)"
-
-
-def pingpong_port_differs(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The other side's side-channel port (-p, default 18515) when it is not this run's."""
-    return _pingpong_differs(run, ctx, "port")
+    return _PINGPONG_SIZE_DEFAULTS.get(run.command.tool or "", _PINGPONG_SIZE_DEFAULT), False
 
 
 def pingpong_size_differs(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The other side's message size (-s, default 4096; 1024 for ibv_ud_pingpong) when it is not this run's."""
-    return _pingpong_differs(run, ctx, "size")
+    mine = _pingpong_size(run)
+    if mine is None or run.command is None:
+        return None
+    for other in _pingpong_peers(run, ctx):
+        theirs = _pingpong_size(other)
+        if theirs is None or other.command is None or other.command.tool != run.command.tool:
+            continue
+        if theirs[0] != mine[0]:
+            return {"value": mine[0], "peer_value": theirs[0], "line": other.command.line, "source": other.source,
+                    "quote": f"{other.side}: {shown_option('-s', theirs)}; {run.side}: {shown_option('-s', mine)}"}
+    return None
 
 
 def _device_option(run: Run) -> Optional[str]:
@@ -371,14 +350,12 @@ def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any
 
 FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
                                     pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
-                                    pingpong_peer_gid_type, pingpong_port_differs, pingpong_size_differs,
-                                    pingpong_target_not_server, pingpong_listen_port,
+                                    pingpong_peer_gid_type, pingpong_size_differs, pingpong_target_not_server,
                                     device_opened_elsewhere, rping_stalled, cmatose_step,
                                     cmatose_stalled_at, devices_listed_none)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
              "pingpong_gid_elsewhere": ("index", "gid", "line", "source", "quote"),
              "pingpong_peer_gid_type": ("gid", "family", "own_gid", "own_family", "line", "source", "quote"),
-             "pingpong_port_differs": ("value", "peer_value", "line", "source", "quote"),
              "pingpong_size_differs": ("value", "peer_value", "line", "source", "quote"),
              "pingpong_target_not_server": ("target", "server_address", "line", "source", "quote"),
              "device_opened_elsewhere": ("device", "line", "source", "quote"),
