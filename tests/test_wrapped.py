@@ -65,6 +65,44 @@ def test_lines_a_program_printed_apart_stay_apart():
     assert _lines(frames) == frames.splitlines()
 
 
+# libibverbs' warnings as rdma-core's libibverbs/dynamic_driver.c and init.c print them: the reason (dlerror()) takes
+# the rest of the line, so the first piece of a broken line matches on its own, cut short
+PROVIDER = ("libibverbs: Warning: couldn't load driver 'rxe': librxe-rdmav2.so: cannot open shared object file: No "
+            "such file or directory\n"
+            "libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0\n"
+            "    device                 node GUID\n"
+            "    ------              ----------------\n")
+
+
+def test_a_field_that_takes_the_rest_of_its_line_is_joined_across_a_mail_break():
+    text = _wrapped(PROVIDER, 72, "> ")
+    assert len(text.splitlines()) > len(PROVIDER.splitlines())
+    joined = _lines(text)
+    assert "librxe-rdmav2.so: cannot open shared object file: No such file or directory" in joined[0]
+    got, as_printed = _verdict(text), _verdict(PROVIDER)
+    assert (got.status, got.cause, got.rule) == (as_printed.status, as_printed.cause, as_printed.rule)
+
+
+def test_a_terminal_cut_field_is_glued_without_a_blank():
+    cut = "".join(line[i:i + 80] + "\n" for line in PROVIDER.splitlines() for i in range(0, len(line), 80))
+    assert "cannot open shared object file" in _lines(cut)[0]
+
+
+def test_a_cut_field_is_not_continued_by_a_line_a_program_started():
+    # the next line starts with a program's own prefix, not the middle of a sentence (openucx/ucx's perftest.c)
+    text = ("perftest.c:430  UCX  ERROR client failed. connect() failed: Connection refused, try again later\n"
+            "perftest.c:890  UCX  ERROR failed to setup RTE transport: Input/output error\n")
+    assert _lines(text) == text.splitlines()
+
+
+def test_a_word_field_at_a_break_is_not_glued_into_the_next_word_of_a_mail():
+    # Open MPI's help text (help-mpi-btl-openib.txt [pp rnr retry exceeded]) is wrapped by Open MPI itself; its first
+    # line ends with the queue's name, which only a terminal's cut would continue inside the word
+    text = ('The OpenFabrics "receiver not ready" retry count on a per-peer\n'
+            "connection between two MPI processes has been exceeded.\n")
+    assert _lines(text) == text.splitlines()
+
+
 def test_an_input_wider_than_a_mail_or_a_terminal_is_not_looked_at():
     assert wrapped.width(b"x" * 150 + b"\n" + b"y" * 90 + b"\n") is None
     assert wrapped.width(b"short\nlines\n") is None

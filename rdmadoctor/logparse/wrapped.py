@@ -19,16 +19,21 @@ from typing import List, Optional, Tuple
 from rdmadoctor.logparse import catalog
 
 _WORDY = re.compile(rb"[A-Za-z0-9]")
+# a word in the middle of a sentence: lowercase letters only (a program's prefix, "perftest.c:890", "root@node1:~#",
+# "opal2.1845", starts a line of its own)
+_SENTENCE_WORD = re.compile(r"[a-z][a-z'-]*[,.;:]?(?:\s|$)")
 
 WIDTHS = range(60, 101)         # where mail clients and narrow terminals break lines
 SAMPLE_LINES = 400
 REACH = 60                      # a line broken before the width ends at most this far from it (the word it moved on)
+NEAR = 8                        # the lines that tell a terminal's cuts from a mail's breaks end this close to the width
 PIECES = 8                      # a message read across at most this many lines
 GLUINGS = 4                     # ways of joining them tried (a break at the width: with a blank or without)
 # catalogue searches one input may spend on its breaks: a mail quote or a terminal copy takes a few hundred; a
 # megabyte of 80-column lines full of the catalogue's words would take hundreds of thousands (a quarter of a second
 # per thousand, on its longest joins)
 SEARCHES = 1000
+ACROSS, CUT_FIELD = 2, 1        # how a joined text reads across its break (_reads_across)
 
 
 def width(sample: bytes) -> Optional[int]:
@@ -44,9 +49,14 @@ def rejoin(data: bytes, wrapped_at: int) -> bytes:
     lines = data.split(b"\n")
     out: List[bytes] = []
     budget = _Budget(SEARCHES)
+    # a terminal cuts every long line at the width, inside words; a mail client breaks at a blank, so that few of its
+    # lines end at the width itself (the widest line is at the width in any input: one such line says nothing)
+    near = [len(line) for line in lines[:SAMPLE_LINES] if len(line) >= wrapped_at - NEAR]
+    at_width = sum(1 for n in near if n == wrapped_at)
+    cut_in_words = at_width >= 2 and at_width * 5 >= len(near) * 4
     i = 0
     while i < len(lines) and budget.left > 0:
-        joined = _joined(lines, i, wrapped_at, budget)
+        joined = _joined(lines, i, wrapped_at, budget, cut_in_words)
         if joined is None:
             out.append(lines[i])
             i += 1
@@ -75,28 +85,45 @@ def _search(text: str) -> List[catalog.Match]:
     return catalog.load().find(text)
 
 
-def _joined(lines: List[bytes], i: int, wrapped_at: int, budget: _Budget) -> Optional[Tuple[bytes, int]]:
+def _joined(lines: List[bytes], i: int, wrapped_at: int, budget: _Budget,
+            cut_in_words: bool) -> Optional[Tuple[bytes, int]]:
     """Line i with the fewest of the lines after it (up to PIECES - 1) across whose breaks a message reads that is not
-    in line i alone, and how many it took in; None when there is none. Each line before a break must have been
-    broken (_broken); one broken at the width may have been cut inside a word (joined without a blank, its next line
-    may start with one), one broken before it was cut at a blank (joined with one)."""
+    in line i alone, and how many it took in; else line i with as many of the next lines as go on with a field its
+    first line cut (CUT_FIELD), each starting in the middle of a sentence (_SENTENCE_WORD); None when there is
+    neither. Each line before a break must have been broken (_broken); one broken at the width may have been cut
+    inside a word (joined without a blank, its next line may start with one), one broken before it was cut at a blank
+    (joined with one). Where only a cut field says how to glue, a terminal's input is glued inside a word without a
+    blank, a mail's, and any break after punctuation, with one."""
     head = lines[i].decode("utf-8", "replace")
-    texts = [head]
+    glued = [(head, "")]          # each way of joining so far, and the glue of its last break
+    cut: Optional[Tuple[bytes, int]] = None
+    extending = True
     for taken in range(1, PIECES):
         if i + taken >= len(lines):
-            return None
+            break
         piece, following = lines[i + taken - 1], lines[i + taken]
         if not _broken(piece, following, wrapped_at, budget):
-            return None
+            break
         glues = ("", " ") if len(piece) == wrapped_at else (() if following[:1] in (b" ", b"\t") else (" ",))
         tail = following.decode("utf-8", "replace")
-        texts = [text + glue + tail for text in texts for glue in glues][:GLUINGS]
-        if not texts:
-            return None
-        for text in texts:
-            if _reads_across(text, head, budget):
-                return text.encode("utf-8", "surrogatepass"), taken
-    return None
+        glued = [(text + glue + tail, glue) for text, _ in glued for glue in glues][:GLUINGS]
+        if not glued:
+            break
+        reads = [(_reads_across(text, head, budget), text, glue) for text, glue in glued]
+        across = next((text for how, text, _ in reads if how == ACROSS), None)
+        if across is not None:
+            return across.encode("utf-8", "surrogatepass"), taken
+        if extending:
+            # a terminal cuts inside a word; a mail client breaks at a blank, and after a colon or a comma the text
+            # went on after one
+            in_word = cut_in_words and piece[-1:].isalnum() and following[:1].isalnum()
+            field = next((text for how, text, glue in reads
+                          if how == CUT_FIELD and (glue == " " or in_word or tail[:1].isspace())), None)
+            if field is not None and _SENTENCE_WORD.match(tail.lstrip()):
+                cut = field.encode("utf-8", "surrogatepass"), taken
+            else:
+                extending = False   # (the sentence ended: what was taken in so far is the whole field)
+    return cut
 
 
 def _broken(piece: bytes, following: bytes, wrapped_at: int, budget: _Budget) -> bool:
@@ -121,10 +148,18 @@ def _starts_a_line(piece: bytes, following: bytes, budget: _Budget) -> bool:
     return any(match.start == blanks for match in budget.find(tail))
 
 
-def _reads_across(text: str, head: str, budget: _Budget) -> bool:
-    """A message in `text` starts in its first line (`head`) and goes on past it, and its pattern finds nothing where
-    it starts in `head` alone."""
+def _reads_across(text: str, head: str, budget: _Budget) -> int:
+    """ACROSS: a message in `text` starts in its first line (`head`) and goes on past it, and its pattern finds nothing
+    where it starts in `head` alone. CUT_FIELD: its pattern finds it in `head` alone only up to the end of `head` (a
+    field that takes the rest of its line, a reason or a path, cut at the break). 0: neither."""
+    end = len(head.rstrip())
+    found = 0
     for match in budget.find(text):
-        if match.start < len(head) < match.end and match.pattern.regex.match(head, match.start) is None:
-            return True
-    return False
+        if not match.start < len(head) < match.end:
+            continue
+        alone = match.pattern.regex.match(head, match.start)
+        if alone is None:
+            return ACROSS
+        if alone.end() >= end:
+            found = CUT_FIELD
+    return found
