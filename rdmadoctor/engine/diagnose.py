@@ -119,6 +119,9 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
     runs = parsed.runs if parsed else []
     from rdmadoctor.views import peerperftest
     view["peer_perftest"] = peerperftest.build(view, runs)      # the peer's perftest against this side's
+    targets = _client_targets(runs)
+    for entry in view["rdma_static_neighbours"]:
+        entry["is_peer"] = entry["is_peer"] or entry["dst"] in targets
     ctx = context(parsed, facts_view=view, lang=lang)
     # the facts rules written for a paste's partial facts (`paste = true`) are explain's; check has the host's own
     rules = tuple(r for r in table.of_scope(*LOG_SCOPES, "facts") if not r.paste)
@@ -136,6 +139,19 @@ def check(facts: Dict[str, Any], parsed: Optional[ParsedLog] = None, peer: Optio
                      sources=parsed.sources if parsed else [], facts=facts, rungs=rungs,
                      comparisons=comparisons(runs), notes=notes, link_rate_gbps=factview.link_rate_gbps(view),
                      lang=ctx["lang"] or "en")
+
+
+def _client_targets(runs: Sequence[Run]) -> set:
+    """The IP addresses the input's clients connected to (as their command lines name them)."""
+    import ipaddress
+    out = set()
+    for run in runs:
+        host = run.command.host if run.command is not None else None
+        try:
+            out.add(str(ipaddress.ip_address(str(host))))
+        except ValueError:
+            continue
+    return out
 
 
 def _memlock_short(combo, parsed: ParsedLog, hosts: Dict[str, Optional[Dict[str, Any]]]) -> List[Dict[str, Any]]:

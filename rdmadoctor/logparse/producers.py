@@ -172,6 +172,9 @@ def parse_command(text: str) -> Optional[Tuple[str, Tool, List[str], Dict[str, o
         tokens = shell_words(rest)
     except ValueError:
         tokens = rest.split()
+    # their command lines are options only: "rping server failed: -1" is a message
+    if tool.side in ("rping", "cmatose") and tokens and not tokens[0].startswith("-"):
+        return None
     argv, options, host = _arguments(name, tool, tokens)
     # rping and ucmatose name the server with an option, not a positional word
     address, server = options.get("-a"), options.get("-s")

@@ -203,6 +203,7 @@ def build(facts: Dict[str, Any], peer: Optional[str] = None,
         "netdev_children": _children(links),
         "rdma_subnet_routes": _rdma_subnet_routes(netlink, rdma_netdevs),
         "rdma_arp_flux": _rdma_arp_flux(netlink, rdma_netdevs),
+        "rdma_static_neighbours": _rdma_static_neighbours(netlink, rdma_netdevs, peer),
         "rdma_netem": _rdma_netem(netlink, ports),
         "umad_class": _umad_class(kernel.get("umad_class")),
         "peer": None,
@@ -347,6 +348,34 @@ def _rdma_netem(netlink: Dict[str, Any], ports: List[Dict[str, Any]]) -> Optiona
 
 def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def _rdma_static_neighbours(netlink: Dict[str, Any], rdma_netdevs: Set[str],
+                            peer: Optional[str]) -> List[Dict[str, Any]]:
+    """The unicast neighbour entries of an RDMA netdev that were set by hand (`ip neigh ... nud permanent`, `arp -s`):
+    the kernel never resolves them again, so a MAC that is not (or no longer) the host's sends that host's TCP and RoCE
+    frames elsewhere. Multicast and broadcast entries (noarp) are the kernel's own and are not listed."""
+    out = []
+    for n in netlink.get("neighbours") or []:
+        if not isinstance(n, dict) or n.get("state") != "permanent" or n.get("ifname") not in rdma_netdevs:
+            continue
+        try:
+            dst = ipaddress.ip_address(str(n.get("dst")))
+        except ValueError:
+            continue
+        if dst.is_multicast or dst.is_unspecified:
+            continue
+        out.append({"label": f"{dst} lladdr {n.get('lladdr')} dev {n['ifname']}", "dst": str(dst),
+                    "lladdr": n.get("lladdr"), "ifname": n["ifname"],
+                    "is_peer": bool(peer) and _same_address(str(dst), peer)})
+    return out
+
+
+def _same_address(a: str, b: Optional[str]) -> bool:
+    try:
+        return ipaddress.ip_address(a) == ipaddress.ip_address(str(b))
+    except ValueError:
+        return False
 
 
 def _rdma_arp_flux(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:

@@ -11,14 +11,13 @@ rules/verbs.toml and rules/gpudirect.toml. Registered into views/features.py (FE
                       QP addresses printed: the QPs were connected, no message ever completed) or "connect" (only
                       its own address: the server waiting for a client, the client before the TCP exchange)
   pingpong_mtu_option the path MTU an ibv_*_pingpong command line asked for with -m (None: the default, 1024)
+  pingpong_ib_port_option  the device port an ibv_*_pingpong command line chose with -i/--ib-port, when it is not
+                      port 1 (the default): {value, line, quote}
   pingpong_gid_elsewhere  for a run whose -g chose an empty GID: another ibv_*_pingpong run of the input that chose
                       another index and printed a usable GID (where the usable GID sits on hosts set up alike)
   pingpong_peer_gid_type  for a run that printed a usable GID: the other side's ibv_*_pingpong run of the input when
                       its GID is of the other type (one an IPv4 address's RoCE v2 GID, ::ffff:a.b.c.d, the other an
                       IPv6 one, link-local or not): RoCE connects two GIDs of one type only
-  pingpong_size_differs  the other side's ibv_*_pingpong run of the same program in the input when its message
-                      size (-s) differs from this run's, either given or the program's default (its -p:
-                      views/sidechannel.py)
   pingpong_target_not_server  for a client that could not connect to an IPv4 address: the input's ibv_*_pingpong
                       server printed the RoCE GID of another IPv4 address (::ffff:a.b.c.d: its RDMA netdev's)
   device_opened_elsewhere for a run that found no device of its -d name: another run of the input that named the
@@ -41,7 +40,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rdmadoctor.model import Run
 from rdmadoctor.views import bysource, features
-from rdmadoctor.views.sidechannel import shown_option
 
 # perftest's options that put the buffers in accelerator memory (knowledge/perftest.py names them)
 GPU_OPTIONS = ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf", "use_rocm", "use_rocm_dmabuf", "use_neuron",
@@ -184,6 +182,13 @@ def pingpong_mtu_option(run: Run, ctx: Dict[str, Any]) -> Optional[int]:
     return _pingpong_option(run, ("-m", "--mtu"), 0)
 
 
+def pingpong_ib_port_option(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    port = _pingpong_option(run, ("-i", "--ib-port"), 0)
+    if port is None or port == 1 or run.command is None:
+        return None
+    return {"value": port, "line": run.command.line, "quote": f"{run.side}: {run.command.text.strip()}"}
+
+
 def _input_runs(run: Run, ctx: Dict[str, Any]):
     return [r for r in (ctx.get("runs") or [run]) if r is not run]
 
@@ -244,38 +249,6 @@ def pingpong_peer_gid_type(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, 
                     "own_family": local["family"], "line": theirs["line"], "source": other.source,
                     "quote": f"{other.side}: {chosen}GID {theirs['gid']} ({theirs['family']}), this side's "
                              f"{local['gid']} ({local['family']})"}
-    return None
-
-
-# what rdma-core's examples use when -s is not given (libibverbs/examples/*_pingpong.c main()); their -p is
-# views/sidechannel.py's
-_PINGPONG_SIZE_DEFAULT = 4096
-_PINGPONG_SIZE_DEFAULTS = {"ibv_ud_pingpong": 1024}
-_PINGPONG_SIZE_OPTIONS = ("-s", "--size")
-
-
-def _pingpong_size(run: Run) -> Optional[Tuple[int, bool]]:
-    """(size, given on the command line) of a pingpong run's -s; None when the value cannot be read."""
-    value = _pingpong_option(run, _PINGPONG_SIZE_OPTIONS, 0)
-    if value is not None:
-        return value, True
-    if run.command is None or not _is_pingpong(run) or any(o in run.command.options for o in _PINGPONG_SIZE_OPTIONS):
-        return None         # (not such a run, or a value that is no number)
-    return _PINGPONG_SIZE_DEFAULTS.get(run.command.tool or "", _PINGPONG_SIZE_DEFAULT), False
-
-
-def pingpong_size_differs(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The other side's message size (-s, default 4096; 1024 for ibv_ud_pingpong) when it is not this run's."""
-    mine = _pingpong_size(run)
-    if mine is None or run.command is None:
-        return None
-    for other in _pingpong_peers(run, ctx):
-        theirs = _pingpong_size(other)
-        if theirs is None or other.command is None or other.command.tool != run.command.tool:
-            continue
-        if theirs[0] != mine[0]:
-            return {"value": mine[0], "peer_value": theirs[0], "line": other.command.line, "source": other.source,
-                    "quote": f"{other.side}: {shown_option('-s', theirs)}; {run.side}: {shown_option('-s', mine)}"}
     return None
 
 
@@ -349,14 +322,15 @@ def devices_listed_none(run: Run, ctx: Dict[str, Any]) -> Optional[Dict[str, Any
 
 
 FEATURES = {f.__name__: f for f in (gpu_memory, pingpong_gid_option, pingpong_local_gid, pingpong_gid_family, run_tool,
-                                    pingpong_stalled_at, pingpong_mtu_option, pingpong_gid_elsewhere,
-                                    pingpong_peer_gid_type, pingpong_size_differs, pingpong_target_not_server,
+                                    pingpong_stalled_at, pingpong_mtu_option, pingpong_ib_port_option,
+                                    pingpong_gid_elsewhere,
+                                    pingpong_peer_gid_type, pingpong_target_not_server,
                                     device_opened_elsewhere, rping_stalled, cmatose_step,
                                     cmatose_stalled_at, devices_listed_none)}
 FIELDS_OF = {"gpu_memory": ("kind", "how", "line"), "pingpong_local_gid": ("gid", "family", "lid", "line"),
+             "pingpong_ib_port_option": ("value", "line", "quote"),
              "pingpong_gid_elsewhere": ("index", "gid", "line", "source", "quote"),
              "pingpong_peer_gid_type": ("gid", "family", "own_gid", "own_family", "line", "source", "quote"),
-             "pingpong_size_differs": ("value", "peer_value", "line", "source", "quote"),
              "pingpong_target_not_server": ("target", "server_address", "line", "source", "quote"),
              "device_opened_elsewhere": ("device", "line", "source", "quote"),
              "devices_listed_none": ("line", "quote")}

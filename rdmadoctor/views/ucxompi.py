@@ -18,6 +18,10 @@ returns None or a record whose "line" is the line it rests on (the rule's eviden
                              auxiliary transport their endpoints are connected over
   ucx_devices_without_tls    UCX_NET_DEVICES as shown names only network interfaces (TCP's devices) and UCX_TLS
                              allows no TCP
+  ucx_rdma_devices_without_tls  UCX_NET_DEVICES as shown names only RDMA devices (mlx5_0:1) and UCX_TLS allows no
+                             RDMA transport
+  ucx_selection_without_rdma UCX_NET_DEVICES names no RDMA device, or UCX_TLS allows no RDMA transport: UCX is left
+                             with TCP, shared memory and self
   ucx_tls_without_gpu        UCX_TLS as shown lists no GPU transport (cuda_*, rocm_*, ze_*): UCX then opens no GPU
                              memory domain and takes GPU memory for host memory
   ompi_btl_without_network   OMPI_MCA_btl as shown lists no BTL that reaches another host
@@ -416,15 +420,51 @@ def ucx_tls_rc_without_ud(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return found
 
 
-def ucx_devices_without_tls(run: Run, ctx) -> Optional[Dict[str, Any]]:
-    """UCX_NET_DEVICES names only network interfaces (eth0: TCP's devices; an RDMA device is named with its port,
-    mlx5_0:1) while UCX_TLS allows no TCP: no transport of those allowed has a device UCX may use."""
+def _devices_without_tls(run: Run, rdma: bool) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names only RDMA devices (`rdma`: each with its port, mlx5_0:1) or only network interfaces
+    (eth0, TCP's devices), and UCX_TLS allows no transport of that kind: none of the transports allowed has a device
+    UCX may use."""
     shown, devices = _list_setting(run, "UCX_NET_DEVICES")
-    if shown is None or not devices or devices[0].startswith("^") or any(":" in d or d == "all" for d in devices):
+    if shown is None or not devices or devices[0].startswith("^") or "all" in devices \
+            or any((":" in d) != rdma for d in devices):
         return None
-    if _allow_list_without(run, "UCX_TLS", lambda v: v.lstrip("\\") in ("tcp", "all")) is None:
+    if _allow_list_without(run, "UCX_TLS", _rdma_tl if rdma else _tcp_tl) is None:
         return None
     return {"line": shown.line, "value": shown.value, "tls": run.settings["UCX_TLS"].value}
+
+
+def ucx_devices_without_tls(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names only network interfaces (eth0: TCP's devices; an RDMA device is named with its port,
+    mlx5_0:1) while UCX_TLS allows no TCP."""
+    return _devices_without_tls(run, rdma=False)
+
+
+def ucx_rdma_devices_without_tls(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names only RDMA devices (mlx5_0:1) while UCX_TLS allows no RDMA transport (tcp, shared memory
+    and self only)."""
+    return _devices_without_tls(run, rdma=True)
+
+
+def _rdma_tl(value: str) -> bool:
+    name = value.lstrip("\\")
+    return name in UCX_NETWORK_TLS and name != "tcp"
+
+
+def _tcp_tl(value: str) -> bool:
+    return value.lstrip("\\") in ("tcp", "all")
+
+
+def ucx_selection_without_rdma(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names no RDMA device (interfaces only), or UCX_TLS allows no RDMA transport: what UCX is left
+    with is TCP, shared memory and self. {setting, value, line}: the setting that leaves RDMA out."""
+    shown, devices = _list_setting(run, "UCX_NET_DEVICES")
+    if shown is not None and devices and not devices[0].startswith("^") and "all" not in devices \
+            and not any(":" in d for d in devices):
+        return {"setting": "UCX_NET_DEVICES", "value": shown.value, "line": shown.line}
+    found = _allow_list_without(run, "UCX_TLS", _rdma_tl)
+    if found is not None:
+        return {"setting": "UCX_TLS", **found}
+    return None
 
 
 def ucx_tls_without_gpu(run: Run, ctx) -> Optional[Dict[str, Any]]:
@@ -529,6 +569,7 @@ def ompi_openib_port_not_ib(run: Run, ctx) -> Optional[Dict[str, Any]]:
 FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (ucx_memlock_hint_expected, ucx_startup, ucx_env_typos, ucx_selection_typo,
                             ucx_tls_without_network, ucx_tls_rc_without_ud, ucx_devices_without_tls,
+                            ucx_rdma_devices_without_tls, ucx_selection_without_rdma,
                             ucx_tls_without_gpu, ucx_timeout_both_hosts, ucx_gid_index_set,
                             ucx_perftest_test_differs, ucx_shown,
                             ompi_btl_without_network, ompi_btl_without_rdma, container_without_ipc_lock,
@@ -548,6 +589,8 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "ucx_tls_without_gpu": ("line", "value"),
     "ucx_tls_rc_without_ud": ("line", "value"),
     "ucx_devices_without_tls": ("line", "value", "tls"),
+    "ucx_rdma_devices_without_tls": ("line", "value", "tls"),
+    "ucx_selection_without_rdma": ("setting", "value", "line"),
     "ompi_btl_without_network": ("line", "value"),
     "ompi_btl_without_rdma": ("line", "value"),
     "container_without_ipc_lock": ("line", "command"),

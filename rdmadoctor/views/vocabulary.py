@@ -137,6 +137,11 @@ HOST: Dict[str, Any] = {
                        "answering": "those that answer ARP for any address of the host (arp_ignore 0, theirs and "
                                     "all's)",
                        "arp_ignore_all": "net.ipv4.conf.all.arp_ignore"}],
+    "rdma_static_neighbours": [{"label": "'192.0.2.1 lladdr 52:54:00:de:ad:01 dev eth0'",
+                                "dst": "an address an RDMA netdev's neighbour table holds as set by hand (permanent)",
+                                "lladdr": "the MAC that entry sends its frames to", "ifname": "the RDMA netdev",
+                                "is_peer": "the address is the peer's (--peer), or one a client of the input's "
+                                           "logs connected to"}],
     "rdma_netem": [{"label": "'eth0'", "netdev": "an RDMA netdev with a netem qdisc (tc qdisc ... netem)",
                     "soft_roce": "whether a Soft-RoCE (rxe) or siw device runs on it: its RDMA packets pass the qdisc",
                     "root": "whether the netem is the netdev's root qdisc", "handle": "its handle ('8001:')",
