@@ -354,10 +354,13 @@ def _rdma_static_neighbours(netlink: Dict[str, Any], rdma_netdevs: Set[str],
                             peer: Optional[str]) -> List[Dict[str, Any]]:
     """The unicast neighbour entries of an RDMA netdev that were set by hand (`ip neigh ... nud permanent`, `arp -s`):
     the kernel never resolves them again, so a MAC that is not (or no longer) the host's sends that host's TCP and RoCE
-    frames elsewhere. Multicast and broadcast entries (noarp) are the kernel's own and are not listed."""
+    frames elsewhere. Multicast and broadcast entries (noarp) are the kernel's own and are not listed; nor is a
+    gateway's, which sites pin on purpose (against ARP spoofing) and which no RDMA peer on the subnet goes through."""
+    gateways = {str(r.get("gateway")) for r in netlink.get("routes") or [] if isinstance(r, dict) and r.get("gateway")}
     out = []
     for n in netlink.get("neighbours") or []:
-        if not isinstance(n, dict) or n.get("state") != "permanent" or n.get("ifname") not in rdma_netdevs:
+        if not isinstance(n, dict) or n.get("state") != "permanent" or n.get("ifname") not in rdma_netdevs \
+                or any(_same_address(str(n.get("dst")), g) for g in gateways):
             continue
         try:
             dst = ipaddress.ip_address(str(n.get("dst")))
