@@ -23,6 +23,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from rdmadoctor.collectors import tc
 from rdmadoctor.collectors.base import CollectContext, Unavailable
 from rdmadoctor.runtime.dists import installed_version
+from rdmadoctor.runtime.net import same_address
 
 NAME = "netlink"
 TIMEOUT = 15.0
@@ -348,17 +349,10 @@ def _peer(ipr: Rtnetlink, peer: str, names: Dict[int, str], neighbours: List[Dic
     out["route"] = {"oif": oif, "ifname": names.get(oif), "src": _get(r, "prefsrc"), "gateway": gw,
                     "type": RTN_TYPE.get(r["type"], r["type"]), "error": None}
     hop = gw or str(addr)
-    found = [n for n in neighbours if n["dst"] and n["index"] == oif and _same_ip(n["dst"], hop)]
+    found = [n for n in neighbours if n["dst"] and n["index"] == oif and same_address(n["dst"], hop)]
     out["neighbour"] = ({"dst": hop, "state": found[0]["state"], "lladdr": found[0]["lladdr"]} if found
                         else {"dst": hop, "state": "absent", "lladdr": None})
     return out
-
-
-def _same_ip(a: str, b: str) -> bool:
-    try:
-        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
-    except ValueError:
-        return a == b
 
 
 def collect(ctx: CollectContext) -> Dict[str, Any]:

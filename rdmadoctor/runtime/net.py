@@ -1,6 +1,8 @@
-"""Address helpers shared by the agent (which address to serve on) and the probe (which source it uses)."""
+"""Address helpers shared by the agent (which address to serve on), the probe (which source it uses) and the readers
+of netlink's tables (whether two written addresses are one)."""
 from __future__ import annotations
 
+import ipaddress
 import socket
 from typing import Optional
 
@@ -17,3 +19,12 @@ def ipv4_of(ifname: str) -> Optional[str]:
         return socket.inet_ntoa(raw[20:24])
     except (OSError, ImportError):
         return None
+
+
+def same_address(a: str, b: str) -> bool:
+    """Whether two written addresses are one ("::ffff:192.0.2.1" and "192.0.2.1" are not; "fe80::1" and "fe80:0::1"
+    are); text that is no address is compared as text."""
+    try:
+        return ipaddress.ip_address(a) == ipaddress.ip_address(b)
+    except ValueError:
+        return a == b

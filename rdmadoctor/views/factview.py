@@ -12,6 +12,7 @@ import re
 from typing import Any, Dict, List, Optional, Set, Union
 
 from rdmadoctor.knowledge import perftest
+from rdmadoctor.runtime.net import same_address
 from rdmadoctor.views import perftest_procs
 
 # What a rule may know of a process listening on a port: never its command line (a password given on it
@@ -360,7 +361,7 @@ def _rdma_static_neighbours(netlink: Dict[str, Any], rdma_netdevs: Set[str],
     out = []
     for n in netlink.get("neighbours") or []:
         if not isinstance(n, dict) or n.get("state") != "permanent" or n.get("ifname") not in rdma_netdevs \
-                or any(_same_address(str(n.get("dst")), g) for g in gateways):
+                or any(same_address(str(n.get("dst")), g) for g in gateways):
             continue
         try:
             dst = ipaddress.ip_address(str(n.get("dst")))
@@ -370,15 +371,8 @@ def _rdma_static_neighbours(netlink: Dict[str, Any], rdma_netdevs: Set[str],
             continue
         out.append({"label": f"{dst} lladdr {n.get('lladdr')} dev {n['ifname']}", "dst": str(dst),
                     "lladdr": n.get("lladdr"), "ifname": n["ifname"],
-                    "is_peer": bool(peer) and _same_address(str(dst), peer)})
+                    "is_peer": bool(peer) and same_address(str(dst), str(peer))})
     return out
-
-
-def _same_address(a: str, b: Optional[str]) -> bool:
-    try:
-        return ipaddress.ip_address(a) == ipaddress.ip_address(str(b))
-    except ValueError:
-        return False
 
 
 def _rdma_arp_flux(netlink: Dict[str, Any], rdma_netdevs: Set[str]) -> List[Dict[str, Any]]:
