@@ -420,15 +420,21 @@ def ucx_tls_rc_without_ud(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return found
 
 
-def _devices_without_tls(run: Run, rdma: bool) -> Optional[Dict[str, Any]]:
-    """UCX_NET_DEVICES names only RDMA devices (`rdma`: each with its port, mlx5_0:1) or only network interfaces
-    (eth0, TCP's devices), and UCX_TLS allows no transport of that kind: none of the transports allowed has a device
-    UCX may use."""
+def _devices_only(run: Run, rdma: bool):
+    """UCX_NET_DEVICES as shown, when it lists only RDMA devices (`rdma`: each with its port, mlx5_0:1) or only
+    network interfaces (eth0, TCP's devices)."""
     shown, devices = _list_setting(run, "UCX_NET_DEVICES")
     if shown is None or not devices or devices[0].startswith("^") or "all" in devices \
             or any((":" in d) != rdma for d in devices):
         return None
-    if _allow_list_without(run, "UCX_TLS", _rdma_tl if rdma else _tcp_tl) is None:
+    return shown
+
+
+def _devices_without_tls(run: Run, rdma: bool) -> Optional[Dict[str, Any]]:
+    """UCX_NET_DEVICES names only RDMA devices or only network interfaces, and UCX_TLS allows no transport of that
+    kind: none of the transports allowed has a device UCX may use."""
+    shown = _devices_only(run, rdma)
+    if shown is None or _allow_list_without(run, "UCX_TLS", _rdma_tl if rdma else _tcp_tl) is None:
         return None
     return {"line": shown.line, "value": shown.value, "tls": run.settings["UCX_TLS"].value}
 
@@ -457,9 +463,8 @@ def _tcp_tl(value: str) -> bool:
 def ucx_selection_without_rdma(run: Run, ctx) -> Optional[Dict[str, Any]]:
     """UCX_NET_DEVICES names no RDMA device (interfaces only), or UCX_TLS allows no RDMA transport: what UCX is left
     with is TCP, shared memory and self. {setting, value, line}: the setting that leaves RDMA out."""
-    shown, devices = _list_setting(run, "UCX_NET_DEVICES")
-    if shown is not None and devices and not devices[0].startswith("^") and "all" not in devices \
-            and not any(":" in d for d in devices):
+    shown = _devices_only(run, rdma=False)
+    if shown is not None:
         return {"setting": "UCX_NET_DEVICES", "value": shown.value, "line": shown.line}
     found = _allow_list_without(run, "UCX_TLS", _rdma_tl)
     if found is not None:
