@@ -420,3 +420,35 @@ _COMBINATIONS = (("all", _all), ("any", _any), ("not", _not), ("exists", _exists
 # the leaf conditions, by the key that names them
 _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("option", _option),
            ("feature", _feature), ("setting", _setting), ("fact", _fact), ("item", _item))
+
+
+# A clause of what a condition needs: one of these message ids must be among the messages of the scope's own run
+# ("run") or of the whole input ("input") for the condition to be able to hold.
+Clause = Tuple[str, frozenset]
+
+
+def needed_messages(cond: Dict[str, Any]) -> Tuple[Clause, ...]:
+    """What must be in the input for `cond` to hold, as clauses that must all be met (none: anything may hold it).
+    Read from the condition alone, the way holds() reads it, and never more than holds() needs: a rule whose clause
+    no message meets is one that cannot hold there, so it need not be tried on thousands of runs."""
+    if "side" in cond and len(cond) == 1:
+        return ()
+    key = next((k for k, _ in _COMBINATIONS + _LEAVES if k in cond), None)
+    if key == "all":
+        return tuple(c for part in cond["all"] for c in needed_messages(part))
+    if key == "any":
+        firsts = []
+        for part in cond["any"]:
+            clauses = needed_messages(part)
+            if not clauses:
+                return ()
+            firsts.append(clauses[0])
+        where = "run" if all(w == "run" for w, _ in firsts) else "input"
+        return ((where, frozenset().union(*(ids for _, ids in firsts))),)
+    if key == "message":
+        ids = cond["message"] if isinstance(cond["message"], list) else [cond["message"]]
+        if "*" in ids:
+            return ()
+        # without `of`, a run's scope reads its own run; any other scope reads runs of the input
+        return (("run" if cond.get("of") in (None, "run") else "input", frozenset(ids)),)
+    return ()

@@ -309,18 +309,48 @@ def _cite(cond: Dict[str, Any], scope: conditions.Scope) -> None:
         scope.evidence.extend(trial.evidence)
 
 
+class _Present:
+    """The message ids of the input and of each run, against which a rule's needed_messages() are met before the rule
+    is tried: most rules of the table read messages that most inputs do not hold."""
+
+    def __init__(self, runs: Sequence[Run], ctx: Dict[str, Any]):
+        self.input = frozenset(m.id for group in (runs, ctx.get("runs") or ()) for run in group for m in run.messages)
+        self._runs: Dict[int, Tuple[Run, FrozenSet[str]]] = {}
+
+    def needs(self, rule: Rule) -> Optional[Tuple[FrozenSet[str], ...]]:
+        """None when the input cannot hold the rule; else the id sets that each scope's run must meet."""
+        clauses = conditions.needed_messages(rule.when)
+        if any(not (ids & self.input) for _, ids in clauses):
+            return None
+        return tuple(ids for where, ids in clauses if where == "run" and rule.scope == "run")
+
+    def in_run(self, needs: Tuple[FrozenSet[str], ...], run: Optional[Run]) -> bool:
+        if run is None:
+            return True
+        kept = self._runs.get(id(run))
+        if kept is None or kept[0] is not run:
+            kept = self._runs[id(run)] = (run, frozenset(m.id for m in run.messages))
+        return all(ids & kept[1] for ids in needs)
+
+
 def find(runs: Sequence[Run], ctx: Dict[str, Any], table: Optional[Iterable[Rule]] = None) -> List[Finding]:
     rules = list(table if table is not None else rule_table.load())
     found: Dict[Tuple[str, Optional[str]], Finding] = {}
     ctx.pop("cited", None)
     prepared = _prepare(runs)
+    present = _Present(runs, ctx)
     for stage in (False, True):                 # fallback rules see what the others left unexplained
         if stage:
             ctx["cited"] = {(e.source, e.line) for f in found.values() for e in f.evidence}
         for rule in rules:
             if rule.fallback != stage:
                 continue
+            needs = present.needs(rule)
+            if needs is None:
+                continue
             for scope in scopes_for(rule, runs, ctx, prepared):
+                if needs and not present.in_run(needs, scope.run):
+                    continue
                 if conditions.holds(rule.when, scope):
                     if rule.cite is not None:
                         _cite(rule.cite, scope)
