@@ -427,19 +427,32 @@ _LEAVES = (("message", _message), ("differ", _differ), ("param", _param), ("opti
 Clause = Tuple[str, frozenset]
 
 
+_NEEDED: Dict[int, Tuple[Dict[str, Any], Tuple[Clause, ...]]] = {}
+
+
 def needed_messages(cond: Dict[str, Any]) -> Tuple[Clause, ...]:
     """What must be in the input for `cond` to hold, as clauses that must all be met (none: anything may hold it).
     Read from the condition alone, the way holds() reads it, and never more than holds() needs: a rule whose clause
-    no message meets is one that cannot hold there, so it need not be tried on thousands of runs."""
+    no message meets is one that cannot hold there, so it need not be tried on thousands of runs. Read once a
+    condition (a rule's `when` is never changed once the table is loaded)."""
+    kept = _NEEDED.get(id(cond))
+    if kept is not None and kept[0] is cond:
+        return kept[1]
+    clauses = _needed(cond)
+    _NEEDED[id(cond)] = (cond, clauses)
+    return clauses
+
+
+def _needed(cond: Dict[str, Any]) -> Tuple[Clause, ...]:
     if "side" in cond and len(cond) == 1:
         return ()
     key = next((k for k, _ in _COMBINATIONS + _LEAVES if k in cond), None)
     if key == "all":
-        return tuple(c for part in cond["all"] for c in needed_messages(part))
+        return tuple(c for part in cond["all"] for c in _needed(part))
     if key == "any":
         firsts = []
         for part in cond["any"]:
-            clauses = needed_messages(part)
+            clauses = _needed(part)
             if not clauses:
                 return ()
             firsts.append(clauses[0])
