@@ -2,9 +2,10 @@
 
 Every rule is tried in every scope it is written for (each run, each server/client pair, the whole
 input, the facts) where the messages its condition needs are present (conditions.needed_messages: a rule
-that reads a message the input lacks cannot hold). Then the findings are ranked: a cause explains the symptoms (and lesser causes)
-it lists in `explains`; the verdict is the highest-ranked cause nothing else explains. When only
-symptoms are left, the verdict says so (`unknown`) and names the candidates and what to collect.
+that reads a message the input lacks cannot hold). Then the findings are ranked: a cause explains the
+symptoms (and lesser causes) it lists in `explains`; the verdict is the highest-ranked cause nothing else
+explains. When only symptoms are left, the verdict says so (`unknown`) and names the candidates and what
+to collect.
 """
 from __future__ import annotations
 
