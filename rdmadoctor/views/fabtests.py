@@ -16,15 +16,20 @@ from rdmadoctor.model import Run
 from rdmadoctor.views import features
 
 
+def _option(run: Run, flag: str) -> Optional[str]:
+    """The value a fabtests command line (fi_pingpong, fi_msg_bw ...; not fi_info) gave `flag`; None without it."""
+    if run.command is None or run.producer != "libfabric" or run.command.tool == "fi_info":
+        return None
+    value = run.command.options.get(flag)
+    return str(value) if value not in (None, "", True) else None
+
+
 def fabtests_domain(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     """The domain a fabtests command line (fi_pingpong, fi_msg_bw ...) named with -d; None without -d.
 
     util/pingpong.c pp_parse_opts() and fabtests/common/shared.c ft_parseinfo(): -d sets hints->domain_attr->name,
     so fi_getinfo() offers only that domain."""
-    if run.command is None or run.producer != "libfabric" or run.command.tool == "fi_info":
-        return None
-    value = run.command.options.get("-d")
-    return str(value) if value not in (None, "", True) else None
+    return _option(run, "-d")
 
 
 def fabtests_provider_not_asked(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
@@ -35,12 +40,10 @@ def fabtests_provider_not_asked(run: Run, ctx: Dict[str, Any]) -> Optional[str]:
     ofi_layering_ok() lets through for that name (the core provider of that name and the utility providers, whose
     names start with "ofi_"), and logs "fi_getinfo: provider X returned -N" for each that fails: utility providers
     failing while the core provider is never named means libfabric has no provider of that name."""
-    if run.command is None or run.producer != "libfabric" or run.command.tool == "fi_info":
+    value = _option(run, "-p")
+    if value is None:
         return None
-    value = run.command.options.get("-p")
-    if value in (None, "", True):
-        return None
-    cores = [name.strip() for name in str(value).split(";") if name.strip() and not name.strip().startswith("ofi_")]
+    cores = [name.strip() for name in value.split(";") if name.strip() and not name.strip().startswith("ofi_")]
     if len(cores) != 1:
         return None
     asked = {str(m.fields.get("provider") or "").lower() for m in run.messages
