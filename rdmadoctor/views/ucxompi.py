@@ -50,7 +50,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from rdmadoctor.knowledge import devices
-from rdmadoctor.model import Message, Run
+from rdmadoctor.model import HeaderField, Message, Run
 from rdmadoctor.views import bysource
 
 _SETTINGS_FILE = Path(__file__).resolve().parent.parent / "knowledge" / "ucx_settings.toml"
@@ -420,7 +420,7 @@ def ucx_tls_rc_without_ud(run: Run, ctx) -> Optional[Dict[str, Any]]:
     return found
 
 
-def _devices_only(run: Run, rdma: bool):
+def _devices_only(run: Run, rdma: bool) -> Optional[HeaderField]:
     """UCX_NET_DEVICES as shown, when it lists only RDMA devices (`rdma`: each with its port, mlx5_0:1) or only
     network interfaces (eth0, TCP's devices)."""
     shown, devices = _list_setting(run, "UCX_NET_DEVICES")
