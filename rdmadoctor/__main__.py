@@ -1,3 +1,3 @@
-from rdmadoctor.cli import main
+from rdmadoctor.cli import run
 
-main()
+run()

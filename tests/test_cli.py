@@ -141,3 +141,27 @@ def test_a_site_rule_table_that_does_not_load_lists_each_problem_on_its_own_line
     assert lines[0] == "rdmadoctor: the rule table does not load:", lines
     assert len([line for line in lines if "SITE-X" in line]) >= 2, lines
     assert "\\n" not in out.stderr.decode()
+
+
+def test_the_console_script_exits_as_main_does_with_its_objects_frozen(monkeypatch, capsys):
+    """run() (the console script, `python -m rdmadoctor`) is main() with the objects frozen before the teardown: the
+    same exit code and output, and gc.freeze() done even as SystemExit leaves."""
+    import gc
+
+    from rdmadoctor import cli
+    monkeypatch.setattr(sys, "argv", ["rdmadoctor", "explain", "--json", str(SEED / "server.log"),
+                                      str(SEED / "client.log")])
+    with pytest.raises(SystemExit) as by_main:
+        cli.main()
+    said = json.loads(capsys.readouterr().out)["verdict"]
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as by_run:
+            cli.run()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert by_run.value.code == by_main.value.code == 2
+    assert json.loads(capsys.readouterr().out)["verdict"] == said
+    assert "from rdmadoctor.cli import run" in (ROOT / "rdmadoctor" / "__main__.py").read_text()
+    assert 'rdmadoctor = "rdmadoctor.cli:run"' in (ROOT / "pyproject.toml").read_text()

@@ -62,3 +62,12 @@ def test_check_loads_no_log_parser():
     log = ROOT / "fixtures" / "lab" / "bookworm" / "server-not-running" / "client.log"
     explain = loaded_by("explain", "--json", str(log))
     assert {"rdmadoctor.logparse.streams", "rdmadoctor.logparse.runs"} <= explain
+
+
+def test_explain_of_a_small_log_loads_no_module_it_does_not_use():
+    """explain's start-up is mostly imports: the modules only some inputs need (statistics for OSU latency tables,
+    socket for an interface's address) are imported where they are used, not by every run."""
+    log = ROOT / "fixtures" / "lab" / "bookworm" / "server-not-running" / "client.log"
+    explain = loaded_by("explain", str(log))
+    assert "rdmadoctor.views.mpibench" in explain and "rdmadoctor.runtime.net" in explain
+    assert not {"statistics", "socket", "rich"} & explain, {"statistics", "socket", "rich"} & explain

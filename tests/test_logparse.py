@@ -489,6 +489,29 @@ def test_a_line_of_a_known_shape_reads_as_if_read_on_its_own():
     assert replayed > len(lines) // 2
 
 
+def test_a_shape_rechecks_only_the_patterns_whose_text_its_lines_can_hold():
+    """A pattern that tells digits apart is searched again in each line of a shape where it found nothing, unless the
+    line lacks a needle of it without a digit: no line of the shape (the same text, other digits) can hold that
+    needle, so the pattern is neither compiled nor searched for them. The fixtures have such patterns."""
+    from rdmadoctor.logparse import catalog, lines
+    seen = lines.LineClassifier()
+    left_out = 0
+    for path in sorted(FIXTURES.rglob("*.log")):
+        for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+            if not line.isascii() or not any(c.isdigit() for c in line):
+                continue
+            seen.classify(line)
+            plan = seen._shapes.get(lines.line_shape(line))
+            if plan is None or plan is lines._UNSAFE:
+                continue
+            low = line.lower()
+            for _, pattern in plan[-1].recheck:
+                assert all(n in low for n in pattern.needles if not any(c.isdigit() for c in n)), (line, pattern.id)
+            left_out += sum(1 for _, p in seen.catalog.numbered(catalog.line_words(line))
+                            if not p.digit_blind and lines._lacks_needle(low, p.needles))
+    assert left_out > 0
+
+
 @pytest.mark.parametrize("pattern, blind", [(r"Couldn't connect to (?P<host>\S+):(?P<port>\d+)", True),
                                             (r"[0-9a-f]+\b", True), (r"IPv4\s+tunnel", False),
                                             (r"syndrome\s+0x", False), (r"[1-9]", False), (r"(\w)\1", False)])

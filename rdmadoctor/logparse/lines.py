@@ -228,6 +228,11 @@ def _single_message(plan: tuple) -> Optional[tuple]:
     return pattern, start, tuple(group for group in groups if group[0] in CODE_NAMES), plan[-1]
 
 
+def _lacks_needle(low: str, needles: Tuple[str, ...]) -> bool:
+    """Whether `low` (a lowercase ASCII line) lacks one of a pattern's needles that holds no digit."""
+    return any(n not in low for n in needles if not _has_digit(n))
+
+
 def canonical_gid(address: "ipaddress.IPv6Address") -> str:
     """IPv6 text, with an IPv4-mapped GID (RoCE v2 over IPv4) written ::ffff:a.b.c.d on every Python."""
     mapped = address.ipv4_mapped
@@ -420,10 +425,13 @@ class LineClassifier:
             pinned = tuple((m.start(), m.end(), m.group()) for m in _ASCII_WORD.finditer(line)
                            if _has_digit(m.group()) and m.group().lower().translate(_SHAPE) in self._digit_words)
         verify, recheck = [], []
+        # a needle without a digit that an ASCII line lacks, no line of its shape holds (they differ only in digits):
+        # the pattern cannot match any of them, and is neither compiled nor searched again
+        low = line.lower() if line.isascii() else None
         # (index, pattern): the prefilter names a line's possible patterns by index, and one it rules out for a line
         # need not be searched in it
         for i, p in self.catalog.numbered(words):
-            if not p.digit_blind:
+            if not p.digit_blind and not (low is not None and _lacks_needle(low, p.needles)):
                 found = tuple((m.start(), m.end()) for m in p.regex.finditer(line) if m.end() > m.start())
                 if found:
                     verify.append((i, p, found))

@@ -3,7 +3,6 @@ of netlink's tables (whether two written addresses are one)."""
 from __future__ import annotations
 
 import ipaddress
-import socket
 from typing import Optional
 
 SIOCGIFADDR = 0x8915
@@ -13,6 +12,7 @@ def ipv4_of(ifname: str) -> Optional[str]:
     """The IPv4 address of a network interface, or None (no address, no such interface, not Linux)."""
     try:
         import fcntl
+        import socket       # (here: same_address, all explain needs of this module, does without it)
         import struct
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             raw = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", ifname[:15].encode()))
