@@ -204,6 +204,32 @@ def perftest_shown(run: Run, ctx) -> bool:
     return any(m.id in own and m.kind != "notice" for m in run.messages)
 
 
+def soft_roce_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
+    """The run's device when its name is a Soft-RoCE device's (rxe0, rxe_eth0), else None.
+
+    `rdma link add rxe0 type rxe netdev eth0` names them so. rdma_rxe fails a work request where a NIC would retry
+    (drivers/infiniband/sw/rxe/rxe_req.c: a packet it cannot build or send completes with IB_WC_LOC_QP_OP_ERR).
+    Read from perftest's device (its header or -d), an rdma-core example's -d / --ib-dev, or UCX_NET_DEVICES."""
+    from rdmadoctor.views import params
+    found = params.read(run, "device")
+    if found is not None:
+        name, line, quote = str(found.value), found.line, found.text
+    elif run.command is not None and (run.command.options.get("-d") or run.command.options.get("--ib-dev")):
+        name = str(run.command.options.get("-d") or run.command.options.get("--ib-dev"))
+        line, quote = run.command.line, run.command.text
+    elif "UCX_NET_DEVICES" in run.settings:
+        setting = run.settings["UCX_NET_DEVICES"]
+        names = [d.split(":")[0] for d in str(setting.value).split(",")]
+        # every device UCX may use must be one (eth0 or a NIC beside it could be the one that failed)
+        name = names[0] if all(n.lower().startswith("rxe") for n in names) else ""
+        line, quote = setting.line, f"UCX_NET_DEVICES={setting.value}"
+    else:
+        return None
+    if not name.lower().startswith("rxe"):
+        return None
+    return {"value": name, "line": line, "quote": quote}
+
+
 def generation(run: Run, ctx):
     from rdmadoctor.views.generation import infer
     return infer(run)
@@ -213,7 +239,7 @@ FEATURES: Dict[str, Callable[[Run, Dict[str, Any]], Any]] = {
     f.__name__: f for f in (garbage_row, errors, results, completed, stalled_at, passive_server_closed,
                             interrupted, exchanged, bw_gbps,
                             bw_row, bw_fraction, completion, local_gid_family, sizes_before_error,
-                            named_device_listed, perftest_shown, generation, benchmark_started)
+                            named_device_listed, perftest_shown, generation, benchmark_started, soft_roce_device)
 }
 FEATURES.update(completions.FEATURES)
 FEATURES.update(prompt.FEATURES)
@@ -226,6 +252,7 @@ FIELDS_OF: Dict[str, Tuple[str, ...]] = {
     "completion": completions.COMPLETION_FIELDS,
     "bw_row": ("line", "kind", "size", "iterations", "values", "unit"),
     "generation": ("low", "high", "clues", "known", "consistent"),
+    "soft_roce_device": ("value", "line", "quote"),
     **sidechannel.FIELDS_OF,
 }
 
