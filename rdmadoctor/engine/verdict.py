@@ -95,6 +95,11 @@ def _health_of_runs(runs: Sequence[Run], ctx: Dict[str, Any], findings: Sequence
     if error is not None:
         summary = say("error-beside-results", lang, done=len(done), runs=len(runs), text=error.text)
         return Verdict("unknown", "unknown", None, summary, None, None, [], [say("paste-to-the-end", lang)])
+    # results, then the program killed or crashed: it measured, and did not end well, whatever no rule read
+    error = _first_unexplained_after_results(done, findings)
+    if error is not None:
+        summary = say("error-after-results", lang, text=error.text)
+        return Verdict("unknown", "unknown", None, summary, None, None, [], [say("paste-to-the-end", lang)])
     return Verdict("ok", None, None, say("ok-runs", lang, done=len(done), runs=len(runs)))
 
 
@@ -118,6 +123,29 @@ def _first_unexplained(runs: Sequence[Run], findings: Sequence[Finding]) -> Opti
     """The first error message of the runs that no finding cites as evidence."""
     cited = {(e.source, e.line) for f in findings for e in f.evidence}
     return next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
+
+
+# The shell's or the C library's words for a program that a signal ended (killed, or crashed): after its results, a
+# run that printed them did not end well. Other errors after results are not read so: rping prints "wait for ...
+# state 10" after a normal disconnect.
+ENDED_ABNORMALLY = ("VERBS.PROGRAM_KILLED", "VERBS.PROGRAM_CRASHED")
+
+
+def _first_unexplained_after_results(runs: Sequence[Run], findings: Sequence[Finding]) -> Optional[Message]:
+    """The first message of a program ended by a signal (ENDED_ABNORMALLY) that a run printed after its last result
+    (a result row, or a message that reports a measurement) and that no finding cites as evidence."""
+    from rdmadoctor.logparse import catalog
+    measured = catalog.load().result_ids
+    cited = {(e.source, e.line) for f in findings for e in f.evidence}
+    for run in runs:
+        last = max([m.line for m in run.messages if m.id in measured] + [row.line for row in run.results], default=None)
+        if last is None:
+            continue
+        late = next((m for m in run.messages if m.id in ENDED_ABNORMALLY and m.line > last
+                     and (m.source, m.line) not in cited), None)
+        if late is not None:
+            return late
+    return None
 
 
 def _unexplained_error(runs: Sequence[Run], findings: Sequence[Finding], lang: Optional[str]) -> Optional[Verdict]:

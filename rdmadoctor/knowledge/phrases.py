@@ -26,6 +26,9 @@ PHRASES: Dict[str, Dict[str, str]] = {
         "en": ("{done} of {runs} run(s) printed results, but another printed an error that no rule explains: "
                "{text}"),
         "zh": "{runs} 次运行中有 {done} 次输出了结果，但另一次运行输出了任何规则都无法解释的错误：{text}"},
+    "error-after-results": {
+        "en": "The run printed results, then ended by a signal that no rule explains: {text}",
+        "zh": "运行输出了结果，随后被一个任何规则都无法解释的信号结束：{text}"},
     "no-run-completed": {
         "en": "No run completed: none of the {runs} run(s) printed results, and no error says why",
         "zh": "没有一次运行完成：{runs} 次运行都没有输出结果，也没有错误说明原因"},

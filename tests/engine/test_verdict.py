@@ -87,3 +87,17 @@ def test_a_failure_after_hundreds_of_healthy_runs_is_still_the_verdict():
     d = diagnose.explain(parse_text(healthy * 300 + failing))
     assert d.verdict.status == "failure" and d.verdict.cause == "memlock-limit", d.verdict
     assert any("run(s) beyond the" in note for note in d.notes)
+
+
+def test_a_program_killed_after_its_results_is_not_healthy():
+    """rping printed its pings (results) and then the shell's "Killed": no rule reads a lone rping killed, and the
+    verdict must not be ok. rping's own "wait for ... state 10" after a disconnect is its normal end, and stays ok."""
+    from rdmadoctor.engine import verdict
+    from rdmadoctor.logparse import catalog
+    assert set(verdict.ENDED_ABNORMALLY) <= {p.id for p in catalog.load().patterns}
+    pings = "".join("ping data: rdma-ping-%d: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr\n" % i for i in range(3))
+    killed = diagnose.explain(parse_text("$ rping -c -a 192.0.2.1 -v -C 100000\n" + pings + "Killed\n"))
+    assert killed.verdict.status == "unknown" and "Killed" in killed.verdict.summary
+    ended = diagnose.explain(parse_text("$ rping -c -a 192.0.2.1 -v -C 3\n" + pings + "client DISCONNECT EVENT...\n"
+                                        "wait for RDMA_WRITE_ADV state 10\n"))
+    assert ended.verdict.status == "ok"
