@@ -95,7 +95,8 @@ def test_a_program_killed_after_its_results_is_not_healthy():
     from rdmadoctor.engine import verdict
     from rdmadoctor.logparse import catalog
     assert set(verdict.ENDED_ABNORMALLY) <= {p.id for p in catalog.load().patterns}
-    pings = "".join("ping data: rdma-ping-%d: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr\n" % i for i in range(3))
+    ping = "ping data: rdma-ping-%d: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr\n"
+    pings = "".join(ping % i for i in range(3))
     killed = diagnose.explain(parse_text("$ rping -c -a 192.0.2.1 -v -C 100000\n" + pings + "Killed\n"))
     assert killed.verdict.status == "unknown" and "Killed" in killed.verdict.summary
     ended = diagnose.explain(parse_text("$ rping -c -a 192.0.2.1 -v -C 3\n" + pings + "client DISCONNECT EVENT...\n"
