@@ -14,7 +14,7 @@ The order of authority:
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from rdmadoctor.engine.ladder import ESSENTIAL, Ladders, on_probe_ladder
 from rdmadoctor.knowledge.listings import LISTING_TOOLS
@@ -119,9 +119,14 @@ def _nothing_measured(runs: Sequence[Run], lang: Optional[str]) -> Verdict:
                    [say("paste-to-the-end", lang)])
 
 
+def _cited(findings: Sequence[Finding]) -> Set[Tuple[str, Optional[int]]]:
+    """(source, line) of every line the findings cite as evidence."""
+    return {(e.source, e.line) for f in findings for e in f.evidence}
+
+
 def _first_unexplained(runs: Sequence[Run], findings: Sequence[Finding]) -> Optional[Message]:
     """The first error message of the runs that no finding cites as evidence."""
-    cited = {(e.source, e.line) for f in findings for e in f.evidence}
+    cited = _cited(findings)
     return next((m for r in runs for m in r.messages if m.kind == "error" and (m.source, m.line) not in cited), None)
 
 
@@ -136,7 +141,7 @@ def _first_unexplained_after_results(runs: Sequence[Run], findings: Sequence[Fin
     (a result row, or a message that reports a measurement) and that no finding cites as evidence."""
     from rdmadoctor.logparse import catalog
     measured = catalog.load().result_ids
-    cited = {(e.source, e.line) for f in findings for e in f.evidence}
+    cited = _cited(findings)
     for run in runs:
         last = max([m.line for m in run.messages if m.id in measured] + [row.line for row in run.results], default=None)
         if last is None:

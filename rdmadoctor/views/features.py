@@ -212,22 +212,21 @@ def soft_roce_device(run: Run, ctx) -> Optional[Dict[str, Any]]:
     Read from perftest's device (its header or -d), an rdma-core example's -d / --ib-dev, or UCX_NET_DEVICES."""
     from rdmadoctor.views import params
     found = params.read(run, "device")
+    option = run.command.options.get("-d") or run.command.options.get("--ib-dev") if run.command is not None else None
     if found is not None:
-        name, line, quote = str(found.value), found.line, found.text
-    elif run.command is not None and (run.command.options.get("-d") or run.command.options.get("--ib-dev")):
-        name = str(run.command.options.get("-d") or run.command.options.get("--ib-dev"))
-        line, quote = run.command.line, run.command.text
+        names, line, quote = [str(found.value)], found.line, found.text
+    elif option and run.command is not None:
+        names, line, quote = [str(option)], run.command.line, run.command.text
     elif "UCX_NET_DEVICES" in run.settings:
         setting = run.settings["UCX_NET_DEVICES"]
-        names = [d.split(":")[0] for d in str(setting.value).split(",")]
         # every device UCX may use must be one (eth0 or a NIC beside it could be the one that failed)
-        name = names[0] if all(n.lower().startswith("rxe") for n in names) else ""
+        names = [d.split(":")[0] for d in str(setting.value).split(",")]
         line, quote = setting.line, f"UCX_NET_DEVICES={setting.value}"
     else:
         return None
-    if not name.lower().startswith("rxe"):
+    if not all(n.lower().startswith("rxe") for n in names):
         return None
-    return {"value": name, "line": line, "quote": quote}
+    return {"value": names[0], "line": line, "quote": quote}
 
 
 def generation(run: Run, ctx):
